@@ -1,0 +1,206 @@
+"""Ingest: discover log files, read each into a trace, store it; never let one file stop the rest."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import store
+from .keys import Keyring, load_or_create_master_key
+from .readers import claude_code
+from .readers.base import FileError, ReadReport
+from .tokens import COUNTER
+
+LOG_SUFFIXES = (".jsonl", ".json")
+SKIP_NAMES = frozenset({"MANIFEST.json", "package.json", "package-lock.json", "tsconfig.json"})
+
+
+@dataclass
+class Unit:
+    """One session on disk: a main transcript and its separate subagent files."""
+
+    main: Path
+    subagents: list[Path] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return sum(p.stat().st_size for p in [self.main, *self.subagents] if p.exists())
+
+
+@dataclass
+class IngestSummary:
+    files: int = 0
+    ingested: int = 0
+    unchanged: int = 0
+    duplicates: int = 0
+    new_versions: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    sessions: int = 0
+    streams: int = 0
+    requests: int = 0
+    blocks: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    report: ReadReport = field(default_factory=ReadReport)
+
+    def as_dict(self) -> dict:
+        return {
+            "files": self.files,
+            "ingested": self.ingested,
+            "new_versions": self.new_versions,
+            "unchanged": self.unchanged,
+            "duplicates": self.duplicates,
+            "failed": [{"file": f, "reason": r} for f, r in self.failed],
+            "sessions": self.sessions,
+            "streams": self.streams,
+            "requests": self.requests,
+            "blocks": self.blocks,
+            "bytes": self.bytes,
+            "seconds": round(self.seconds, 3),
+            "skipped_lines": dict(self.report.skipped),
+            "non_context_lines": dict(self.report.non_context),
+        }
+
+
+def _is_subagent_file(p: Path) -> bool:
+    return p.parent.name == "subagents" and p.name.startswith("agent-") and p.suffix == ".jsonl"
+
+
+def discover(paths: list[Path], problems: list[tuple[str, str]]) -> list[Unit]:
+    """Log units under the given files/directories, subagent files attached to their session.
+
+    Nonexistent paths and directories without logs are reported in ``problems``.
+    """
+    files: list[Path] = []
+    for p in paths:
+        if not p.exists():
+            problems.append((str(p), "no such file or directory"))
+            continue
+        if p.is_dir():
+            found = sorted(
+                f for f in p.rglob("*") if f.is_file() and f.suffix in LOG_SUFFIXES and f.name not in SKIP_NAMES
+            )
+            if not found:
+                problems.append((str(p), "directory holds no .jsonl or .json log files"))
+            files.extend(found)
+        else:
+            files.append(p)
+    seen: set[Path] = set()
+    units: dict[Path, Unit] = {}
+    orphans: list[Path] = []
+    for f in files:
+        rf = f.resolve()
+        if rf in seen:
+            continue
+        seen.add(rf)
+        if _is_subagent_file(rf):
+            orphans.append(rf)
+        else:
+            units[rf] = Unit(rf)
+    for sub in orphans:
+        # <dir>/<session>/subagents/agent-x.jsonl belongs to <dir>/<session>.jsonl
+        session_dir = sub.parent.parent
+        parent = session_dir.parent / (session_dir.name + ".jsonl")
+        if parent in units:
+            units[parent].subagents.append(sub)
+        else:
+            units[sub] = Unit(sub)  # no parent transcript: ingested as a session of its own
+    return [units[k] for k in sorted(units)]
+
+
+def ingest(
+    paths: list[Path],
+    db: Path,
+    dataset: str = "default",
+    key_file: Path | None = None,
+    on_progress: Callable[[int, str], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+    batch_blocks: int = 50_000,
+) -> IngestSummary:
+    """Ingest every log under ``paths`` into ``db``. Per-file problems are counted, not raised."""
+    t0 = time.perf_counter()
+    summary = IngestSummary()
+    units = discover(paths, summary.failed)
+    summary.files = sum(1 + len(u.subagents) for u in units)
+    master = load_or_create_master_key(key_file)
+    keys = Keyring.for_dataset(master, dataset)
+    con = store.connect(db)
+    try:
+        store.ensure_dataset(con, dataset, keys.fingerprint, COUNTER)
+        if on_total:
+            on_total(sum(u.size for u in units))
+        pending: list[store.PendingFile] = []
+        pending_blocks = 0
+        for unit in units:
+            item = _read_unit(con, unit, keys, dataset, summary, pending)
+            if item is not None:
+                pending.append(item)
+                pending_blocks += item.trace.n_blocks if item.trace else 0
+            if pending_blocks >= batch_blocks:
+                _flush(con, pending, summary)
+                pending_blocks = 0
+            if on_progress:
+                on_progress(unit.size, unit.main.name)
+        _flush(con, pending, summary)
+    finally:
+        con.close()
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _flush(con, pending: list[store.PendingFile], summary: IngestSummary) -> None:
+    store.write_sessions(con, pending)
+    for p in pending:
+        summary.ingested += 1
+        if p.version > 1:
+            summary.new_versions += 1
+        if p.trace is not None:
+            summary.sessions += 1
+            summary.streams += p.trace.session["n_streams"]
+            summary.requests += p.trace.n_requests
+            summary.blocks += p.trace.n_blocks
+    pending.clear()
+
+
+def _read_unit(
+    con, unit: Unit, keys: Keyring, dataset: str, summary: IngestSummary, pending: list[store.PendingFile]
+) -> store.PendingFile | None:
+    try:
+        data = unit.main.read_bytes()
+        subs = [(p, p.read_bytes()) for p in sorted(unit.subagents)]
+    except OSError as e:
+        summary.failed.append((str(unit.main), f"cannot read: {e.strerror or e}"))
+        return None
+    file_key = keys.short("file", str(unit.main), 16)
+    blob = data + b"".join(b"\0sub\0" + b for _, b in subs)
+    content_hash = keys.content_hash(blob)
+    summary.bytes += len(blob)
+    latest, latest_hash = store.file_status(con, dataset, file_key)
+    if latest_hash == content_hash:
+        summary.unchanged += 1
+        return None
+    if latest == 0 and (
+        store.content_known(con, dataset, content_hash) or any(p.content_hash == content_hash for p in pending)
+    ):
+        summary.duplicates += 1
+        return None
+    report = ReadReport()
+    try:
+        trace = claude_code.read_session(
+            unit.main, keys, dataset, file_key, report, subagent_files=[p for p, _ in subs], data=data
+        )
+    except FileError as e:
+        summary.failed.append((str(unit.main), str(e)))
+        summary.report.merge(report)
+        return None
+    except Exception as e:  # a reader bug must not cost the user the other files
+        summary.failed.append((str(unit.main), f"internal error while reading ({type(e).__name__}: {e}); please report"))
+        return None
+    summary.report.merge(report)
+    return store.PendingFile(
+        trace, dataset, file_key, latest + 1, content_hash, len(blob), len(subs), claude_code.AGENT,
+        dict(report.skipped),
+    )

@@ -1,0 +1,105 @@
+"""Keyed content hashes and per-component path pseudonyms.
+
+Every hash in a trace is keyed with a per-dataset secret derived from a master key that
+lives outside the dataset (default ``~/.config/ctxreplay/key``, overridable with
+``--key-file`` or ``CTXREPLAY_KEY_FILE``). Equal contents give equal hashes inside one
+dataset, so deduplication still works, but nobody without the key can confirm a guess of a
+short content ("ok", "PASSED", a path). Losing the key only means that new ingests no
+longer join old ones: existing traces stay valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import posixpath
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+KEY_ENV = "CTXREPLAY_KEY_FILE"
+
+
+def default_key_path() -> Path:
+    env = os.environ.get(KEY_ENV)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "ctxreplay" / "key"
+
+
+def load_or_create_master_key(path: Path | None = None) -> bytes:
+    """Read the master key; create a random one (mode 0600) on first use."""
+    path = path or default_key_path()
+    if path.exists():
+        raw = path.read_text().strip()
+        try:
+            key = bytes.fromhex(raw)
+        except ValueError as e:
+            raise ValueError(f"key file {path} is not hex: {e}; delete it to create a new key") from e
+        if len(key) < 16:
+            raise ValueError(f"key file {path} holds {len(key)} bytes; at least 16 are needed")
+        return key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_bytes(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(key.hex() + "\n")
+    return key
+
+
+@dataclass(frozen=True)
+class Keyring:
+    """The hashing functions of one dataset."""
+
+    dataset_key: bytes
+
+    @classmethod
+    def for_dataset(cls, master: bytes, dataset: str) -> "Keyring":
+        return cls(hmac.new(master, b"ctxreplay/dataset/" + dataset.encode(), hashlib.sha256).digest())
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the key without revealing it, so a changed key is detected on re-ingest."""
+        return hmac.new(self.dataset_key, b"fingerprint", hashlib.sha256).hexdigest()[:16]
+
+    def content_hash(self, data: bytes) -> str:
+        """Keyed 128-bit content hash (blake2b), hex."""
+        return hashlib.blake2b(data, digest_size=16, key=self.dataset_key[:64]).hexdigest()
+
+    def text_hash(self, text: str) -> str:
+        return self.content_hash(text.encode("utf-8", "surrogatepass"))
+
+    def short(self, label: str, value: str, n: int = 12) -> str:
+        """A short keyed pseudonym for an identifier (session id, tool_use id, message id)."""
+        return hashlib.blake2b(
+            label.encode() + b"\0" + value.encode("utf-8", "surrogatepass"),
+            digest_size=n // 2 if n % 2 == 0 else n // 2 + 1,
+            key=self.dataset_key[:64],
+        ).hexdigest()[:n]
+
+    def path(self, path: str, cwd: str | None = None) -> str:
+        """Pseudonymize a path per component: same path -> same pseudonym, a/b stays under a.
+
+        Relative paths are resolved against ``cwd`` first so the same file read by absolute
+        and relative path gets one pseudonym. File extensions are kept: they carry no identity
+        and make per-language breakdowns possible.
+        """
+        if not path:
+            return ""
+        p = path.replace("\\", "/")
+        if not p.startswith("/") and not p.startswith("~") and cwd:
+            p = posixpath.join(cwd.replace("\\", "/"), p)
+        p = posixpath.normpath(p)
+        lead = "/" if p.startswith("/") else ""
+        parts = []
+        for comp in p.strip("/").split("/"):
+            if comp in ("", "."):
+                continue
+            stem, dot, ext = comp.rpartition(".")
+            if dot and stem and 0 < len(ext) <= 6 and ext.isalnum():
+                parts.append(self.short("path", comp, 10) + "." + ext.lower())
+            else:
+                parts.append(self.short("path", comp, 10))
+        return lead + "/".join(parts)

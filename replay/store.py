@@ -1,0 +1,389 @@
+"""The DuckDB store: numbered migrations tracked in a table, each applied in a transaction.
+
+One DuckDB file holds any number of datasets (traces) and, later, runs. A session is
+written in one transaction (delete its previous version, insert all its rows), so a crash
+or a kill leaves either the whole session or none of it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import duckdb
+import pyarrow as pa
+
+from .trace import (
+    BLOCK_COLUMNS,
+    COMPACTION_COLUMNS,
+    REQUEST_COLUMNS,
+    SESSION_COLUMNS,
+    STREAM_COLUMNS,
+    SessionTrace,
+)
+
+
+class StoreError(Exception):
+    """A database problem the user can act on (locked, not a ctxreplay file, too new)."""
+
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "dataset tables",
+        """
+        CREATE TABLE datasets (
+            name VARCHAR PRIMARY KEY,
+            created_at TIMESTAMP NOT NULL,
+            key_fingerprint VARCHAR NOT NULL,
+            token_counter VARCHAR NOT NULL,
+            description VARCHAR
+        );
+        CREATE TABLE source_files (
+            dataset VARCHAR NOT NULL,
+            file_key VARCHAR NOT NULL,
+            version INTEGER NOT NULL,
+            content_hash VARCHAR NOT NULL,
+            size_bytes BIGINT NOT NULL,
+            n_subagent_files INTEGER NOT NULL,
+            reader VARCHAR NOT NULL,
+            status VARCHAR NOT NULL,
+            ingested_at TIMESTAMP NOT NULL,
+            skipped JSON,
+            PRIMARY KEY (dataset, file_key, version)
+        );
+        CREATE TABLE sessions (
+            session_key VARCHAR PRIMARY KEY,
+            dataset VARCHAR NOT NULL,
+            file_key VARCHAR NOT NULL,
+            agent VARCHAR NOT NULL,
+            session_id VARCHAR,
+            agent_version VARCHAR,
+            started_at BIGINT,
+            ended_at BIGINT,
+            n_streams INTEGER,
+            n_requests INTEGER,
+            n_blocks INTEGER,
+            n_compactions INTEGER,
+            models VARCHAR,
+            resumed_records INTEGER
+        );
+        CREATE TABLE streams (
+            session_key VARCHAR NOT NULL,
+            stream_id INTEGER NOT NULL,
+            kind VARCHAR NOT NULL,
+            agent_id VARCHAR,
+            n_requests INTEGER,
+            n_blocks INTEGER
+        );
+        CREATE TABLE requests (
+            session_key VARCHAR NOT NULL,
+            stream_id INTEGER NOT NULL,
+            req_idx INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            partition INTEGER NOT NULL,
+            user_turn INTEGER NOT NULL,
+            ts BIGINT,
+            model VARCHAR,
+            msg_key VARCHAR,
+            input_tokens BIGINT,
+            cache_write_5m BIGINT,
+            cache_write_1h BIGINT,
+            cache_read BIGINT,
+            output_tokens BIGINT,
+            has_usage BOOLEAN,
+            ttl_split_known BOOLEAN,
+            resumed_copy BOOLEAN
+        );
+        CREATE TABLE blocks (
+            session_key VARCHAR NOT NULL,
+            stream_id INTEGER NOT NULL,
+            pos INTEGER NOT NULL,
+            partition INTEGER NOT NULL,
+            user_turn INTEGER NOT NULL,
+            req_idx INTEGER,
+            ts BIGINT,
+            role VARCHAR NOT NULL,
+            kind VARCHAR NOT NULL,
+            tool_name VARCHAR,
+            tool_kind VARCHAR,
+            tool_use_key VARCHAR,
+            content_hash VARCHAR NOT NULL,
+            bytes BIGINT NOT NULL,
+            tokens INTEGER NOT NULL,
+            resource VARCHAR,
+            line_start INTEGER,
+            line_end INTEGER,
+            args_hash VARCHAR,
+            is_error BOOLEAN
+        );
+        CREATE TABLE compactions (
+            session_key VARCHAR NOT NULL,
+            stream_id INTEGER NOT NULL,
+            pos INTEGER NOT NULL,
+            partition INTEGER NOT NULL,
+            ts BIGINT,
+            trigger VARCHAR,
+            pre_tokens BIGINT
+        );
+        """,
+    ),
+]
+
+_TYPES = {
+    "session_key": pa.string(), "dataset": pa.string(), "file_key": pa.string(), "agent": pa.string(),
+    "session_id": pa.string(), "agent_version": pa.string(), "started_at": pa.int64(), "ended_at": pa.int64(),
+    "n_streams": pa.int32(), "n_requests": pa.int32(), "n_blocks": pa.int32(), "n_compactions": pa.int32(),
+    "models": pa.string(), "resumed_records": pa.int32(),
+    "stream_id": pa.int32(), "kind": pa.string(), "agent_id": pa.string(),
+    "req_idx": pa.int32(), "position": pa.int32(), "partition": pa.int32(), "user_turn": pa.int32(),
+    "ts": pa.int64(), "model": pa.string(), "msg_key": pa.string(), "input_tokens": pa.int64(),
+    "cache_write_5m": pa.int64(), "cache_write_1h": pa.int64(), "cache_read": pa.int64(),
+    "output_tokens": pa.int64(), "has_usage": pa.bool_(), "ttl_split_known": pa.bool_(), "resumed_copy": pa.bool_(),
+    "pos": pa.int32(), "role": pa.string(), "tool_name": pa.string(), "tool_kind": pa.string(),
+    "tool_use_key": pa.string(), "content_hash": pa.string(), "bytes": pa.int64(), "tokens": pa.int32(),
+    "resource": pa.string(), "line_start": pa.int32(), "line_end": pa.int32(), "args_hash": pa.string(),
+    "is_error": pa.bool_(), "trigger": pa.string(), "pre_tokens": pa.int64(),
+}
+
+TRACE_TABLES = {
+    "sessions": SESSION_COLUMNS,
+    "streams": STREAM_COLUMNS,
+    "requests": REQUEST_COLUMNS,
+    "blocks": BLOCK_COLUMNS,
+    "compactions": COMPACTION_COLUMNS,
+}
+
+
+def _arrow(columns: tuple[str, ...], data: dict[str, list]) -> pa.Table:
+    return pa.table({c: pa.array(data[c], type=_TYPES[c]) for c in columns})
+
+
+def now() -> datetime:
+    """UTC wall time, naive (DuckDB TIMESTAMP columns hold UTC by convention here)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (and migrate) a store. Locked or foreign files raise StoreError with what to do."""
+    path = Path(path)
+    if read_only and not path.exists():
+        raise StoreError(f"{path}: no such database; create it with `ctxreplay ingest ... --db {path}`")
+    if path.exists() and path.is_dir():
+        raise StoreError(f"{path} is a directory; --db takes a file path such as {path}/ctxreplay.duckdb")
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as e:
+        msg = str(e)
+        if "lock" in msg.lower():
+            pid = re.search(r"PID (\d+)", msg)
+            who = f" (process {pid.group(1)})" if pid else ""
+            raise StoreError(
+                f"{path} is locked by another process{who}; wait for it to finish or use another --db file"
+            ) from e
+        raise StoreError(f"{path}: cannot open as a DuckDB database: {msg.splitlines()[0]}") from e
+    except duckdb.Error as e:
+        raise StoreError(f"{path}: cannot open as a DuckDB database: {str(e).splitlines()[0]}") from e
+    if not read_only:
+        migrate(con)
+    return con
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """Apply pending migrations, each in its own transaction; return the versions applied."""
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP)"
+    )
+    done = {r[0] for r in con.execute("SELECT version FROM schema_migrations").fetchall()}
+    known = {v for v, _, _ in MIGRATIONS}
+    if done - known:
+        raise StoreError(
+            f"database has schema version {max(done)}, newer than this ctxreplay knows ({max(known)}); upgrade ctxreplay"
+        )
+    applied = []
+    for version, name, sql in MIGRATIONS:
+        if version in done:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for stmt in [s for s in sql.split(";") if s.strip()]:
+                con.execute(stmt)
+            con.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [version, name, now()]
+            )
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        applied.append(version)
+    return applied
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def ensure_dataset(con, name: str, key_fingerprint: str, token_counter: str) -> None:
+    row = con.execute("SELECT key_fingerprint FROM datasets WHERE name = ?", [name]).fetchone()
+    if row is None:
+        con.execute(
+            "INSERT INTO datasets (name, created_at, key_fingerprint, token_counter) VALUES (?, ?, ?, ?)",
+            [name, now(), key_fingerprint, token_counter],
+        )
+    elif row[0] != key_fingerprint:
+        raise StoreError(
+            f"dataset {name!r} was ingested with another key (fingerprint {row[0]}, now {key_fingerprint}); "
+            "its hashes would not join. Use the original key file (--key-file) or a new --dataset name."
+        )
+
+
+def file_status(con, dataset: str, file_key: str) -> tuple[int, str | None]:
+    """(latest version, its content hash) of a source file, (0, None) if never ingested."""
+    row = con.execute(
+        "SELECT version, content_hash FROM source_files WHERE dataset = ? AND file_key = ? AND status = 'ok' "
+        "ORDER BY version DESC LIMIT 1",
+        [dataset, file_key],
+    ).fetchone()
+    return (row[0], row[1]) if row else (0, None)
+
+
+def content_known(con, dataset: str, content_hash: str) -> bool:
+    return (
+        con.execute(
+            "SELECT 1 FROM source_files WHERE dataset = ? AND content_hash = ? AND status = 'ok' LIMIT 1",
+            [dataset, content_hash],
+        ).fetchone()
+        is not None
+    )
+
+
+@dataclass
+class PendingFile:
+    """A read file waiting to be written: its trace (None if it held no context) and metadata."""
+
+    trace: SessionTrace | None
+    dataset: str
+    file_key: str
+    version: int
+    content_hash: str
+    size_bytes: int
+    n_subagent_files: int
+    reader: str
+    skipped: dict[str, int]
+
+
+def write_sessions(con, batch: list[PendingFile]) -> None:
+    """Write several files' sessions in one transaction, each replacing its previous version.
+
+    Whole sessions only: a kill mid-write rolls back the batch, and since source_files is
+    written in the same transaction, a re-run simply ingests those files again.
+    """
+    if not batch:
+        return
+    with transaction(con):
+        for p in batch:
+            old = [r[0] for r in con.execute(
+                "SELECT session_key FROM sessions WHERE dataset = ? AND file_key = ?", [p.dataset, p.file_key]
+            ).fetchall()]
+            if old:
+                for table in TRACE_TABLES:
+                    con.execute(f"DELETE FROM {table} WHERE session_key IN (SELECT unnest(?))", [old])
+        traces = [p.trace for p in batch if p.trace is not None]
+        for table, cols in TRACE_TABLES.items():
+            merged: dict[str, list] = {c: [] for c in cols}
+            for tr in traces:
+                data = tr.session if table == "sessions" else getattr(tr, table)
+                for c in cols:
+                    if table == "sessions":
+                        merged[c].append(data.get(c))
+                    else:
+                        merged[c].extend(data[c])
+            if not merged[cols[0]]:
+                continue
+            con.register("_ingest_tmp", _arrow(cols, merged))
+            try:
+                names = ", ".join(cols)
+                con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _ingest_tmp")
+            finally:
+                con.unregister("_ingest_tmp")
+        con.executemany(
+            "INSERT INTO source_files (dataset, file_key, version, content_hash, size_bytes, n_subagent_files, reader, "
+            "status, ingested_at, skipped) VALUES (?, ?, ?, ?, ?, ?, ?, 'ok', ?, ?)",
+            [[p.dataset, p.file_key, p.version, p.content_hash, p.size_bytes, p.n_subagent_files, p.reader, now(),
+              json.dumps(p.skipped)] for p in batch],
+        )
+
+
+def datasets(con) -> list[dict[str, Any]]:
+    rows = con.execute(
+        """
+        SELECT d.name, d.created_at, d.token_counter, d.key_fingerprint,
+               count(DISTINCT s.session_key) AS sessions,
+               coalesce(sum(s.n_requests), 0) AS requests,
+               coalesce(sum(s.n_blocks), 0) AS blocks,
+               (SELECT count(*) FROM source_files f WHERE f.dataset = d.name AND f.status = 'ok') AS file_versions
+        FROM datasets d LEFT JOIN sessions s ON s.dataset = d.name
+        GROUP BY ALL ORDER BY d.name
+        """
+    ).fetchall()
+    cols = ["name", "created_at", "token_counter", "key_fingerprint", "sessions", "requests", "blocks", "file_versions"]
+    return [dict(zip(cols, r)) for r in rows]
+
+
+def sessions(con, dataset: str | None = None) -> list[dict[str, Any]]:
+    sql = """
+        SELECT s.dataset, s.session_key, s.agent, s.agent_version, s.models, s.n_streams, s.n_requests,
+               s.n_blocks, s.n_compactions, s.started_at, s.ended_at,
+               (SELECT coalesce(sum(tokens), 0) FROM blocks b WHERE b.session_key = s.session_key) AS block_tokens
+        FROM sessions s
+    """
+    params: list[Any] = []
+    if dataset:
+        sql += " WHERE s.dataset = ?"
+        params.append(dataset)
+    sql += " ORDER BY s.dataset, s.started_at NULLS LAST, s.session_key"
+    rows = con.execute(sql, params).fetchall()
+    cols = ["dataset", "session_key", "agent", "agent_version", "models", "n_streams", "n_requests", "n_blocks",
+            "n_compactions", "started_at", "ended_at", "block_tokens"]
+    return [dict(zip(cols, r)) for r in rows]
+
+
+def dataset_names(con) -> list[str]:
+    return [r[0] for r in con.execute("SELECT name FROM datasets ORDER BY name").fetchall()]
+
+
+def export_parquet(con, dataset: str, out: Path) -> dict[str, int]:
+    """Write the dataset's trace tables as Parquet files (one per table) for sharing."""
+    if dataset not in dataset_names(con):
+        raise StoreError(f"no dataset {dataset!r}; known: {', '.join(dataset_names(con)) or 'none'}")
+    out.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    keys = "SELECT session_key FROM sessions WHERE dataset = $ds"
+    for table, cols in TRACE_TABLES.items():
+        names = ", ".join(cols)
+        where = "dataset = $ds" if table == "sessions" else f"session_key IN ({keys})"
+        target = str(out / f"{table}.parquet").replace("'", "''")
+        con.execute(
+            f"COPY (SELECT {names} FROM {table} WHERE {where} ORDER BY ALL) TO '{target}' (FORMAT parquet)",
+            {"ds": dataset},
+        )
+        counts[table] = con.execute(f"SELECT count(*) FROM read_parquet('{target}')").fetchone()[0]
+    meta = con.execute(
+        "SELECT name, token_counter, key_fingerprint FROM datasets WHERE name = ?", [dataset]
+    ).fetchone()
+    (out / "dataset.json").write_text(
+        json.dumps({"name": meta[0], "token_counter": meta[1], "key_fingerprint": meta[2], "rows": counts}, indent=2)
+    )
+    return counts

@@ -1,0 +1,94 @@
+"""The trace: content-free features of a session, as columns.
+
+A trace holds, per session, its streams, requests (one per API response), blocks (one per
+content block in model context) and compaction boundaries. It never holds raw text: only
+sizes, token counts, keyed hashes and pseudonyms. ``docs/trace-format.md`` documents every
+column; the DuckDB tables in ``replay/store.py`` have exactly these columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Block kinds, in the order the docs list them.
+BLOCK_KINDS = (
+    "user_text",
+    "attachment",
+    "assistant_text",
+    "thinking",
+    "tool_use",
+    "tool_result",
+    "image",
+    "compact_summary",
+)
+
+TOOL_KINDS = ("read", "mutate", "search", "list", "shell", "web", "other")
+
+_TOOL_KIND = {
+    "Read": "read",
+    "NotebookRead": "read",
+    "Edit": "mutate",
+    "Write": "mutate",
+    "MultiEdit": "mutate",
+    "NotebookEdit": "mutate",
+    "Grep": "search",
+    "Glob": "list",
+    "LS": "list",
+    "Bash": "shell",
+    "BashOutput": "shell",
+    "KillShell": "shell",
+    "WebFetch": "web",
+    "WebSearch": "web",
+}
+
+
+def tool_kind(name: str | None) -> str | None:
+    """Coarse tool kind used by policies and breakdowns; MCP browser/fetch tools count as web."""
+    if not name:
+        return None
+    kind = _TOOL_KIND.get(name)
+    if kind:
+        return kind
+    low = name.lower()
+    if low.startswith("mcp__") and any(w in low for w in ("browser", "fetch", "web", "http")):
+        return "web"
+    return "other"
+
+
+SESSION_COLUMNS = (
+    "session_key", "dataset", "file_key", "agent", "session_id", "agent_version",
+    "started_at", "ended_at", "n_streams", "n_requests", "n_blocks", "n_compactions",
+    "models", "resumed_records",
+)
+STREAM_COLUMNS = ("session_key", "stream_id", "kind", "agent_id", "n_requests", "n_blocks")
+REQUEST_COLUMNS = (
+    "session_key", "stream_id", "req_idx", "position", "partition", "user_turn", "ts",
+    "model", "msg_key", "input_tokens", "cache_write_5m", "cache_write_1h", "cache_read",
+    "output_tokens", "has_usage", "ttl_split_known", "resumed_copy",
+)
+BLOCK_COLUMNS = (
+    "session_key", "stream_id", "pos", "partition", "user_turn", "req_idx", "ts", "role",
+    "kind", "tool_name", "tool_kind", "tool_use_key", "content_hash", "bytes", "tokens",
+    "resource", "line_start", "line_end", "args_hash", "is_error",
+)
+COMPACTION_COLUMNS = ("session_key", "stream_id", "pos", "partition", "ts", "trigger", "pre_tokens")
+
+
+@dataclass
+class SessionTrace:
+    """One session's trace as column lists (appended by a reader, written by the store)."""
+
+    session: dict[str, Any]
+    streams: dict[str, list] = field(default_factory=lambda: {c: [] for c in STREAM_COLUMNS})
+    requests: dict[str, list] = field(default_factory=lambda: {c: [] for c in REQUEST_COLUMNS})
+    blocks: dict[str, list] = field(default_factory=lambda: {c: [] for c in BLOCK_COLUMNS})
+    compactions: dict[str, list] = field(default_factory=lambda: {c: [] for c in COMPACTION_COLUMNS})
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.blocks["pos"])
+
+    @property
+    def n_requests(self) -> int:
+        return len(self.requests["req_idx"])

@@ -1,0 +1,24 @@
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED_LOGS = SHARED / "logs"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_key(tmp_path_factory, monkeypatch):
+    """Never touch the user's real key file from a test."""
+    key = tmp_path_factory.getbasetemp() / "test.key"
+    monkeypatch.setenv("CTXREPLAY_KEY_FILE", str(key))
+
+
+def shared_logs(sub: str = "claude-code") -> Path:
+    """The shared real corpus; skip when absent, but fail under CI=true (it must be there)."""
+    p = SHARED_LOGS / sub
+    if not p.is_dir():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"shared corpus {p} is missing under CI=true")
+        pytest.skip(f"shared corpus {p} not present (a user's fresh clone)")
+    return p
