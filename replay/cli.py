@@ -14,8 +14,8 @@ from rich.table import Table
 
 from . import __version__, store
 
-err = Console(stderr=True)
-out = Console()
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
 
 DB_OPTION = click.option(
     "--db", type=click.Path(dir_okay=False, path_type=Path), default=Path("ctxreplay.duckdb"),
@@ -204,6 +204,223 @@ def generate(out_dir: Path, n_sessions: int, seed: int) -> None:
     )
 
 
+def _cache_options(f):
+    """Cache-model and price options shared by replay, validate and friends."""
+    opts = [
+        click.option("--ttl", type=click.Choice(["log", "5m", "1h"]), default="log", show_default=True,
+                     help="Cache TTL: from the log's recorded 5m/1h split, or forced."),
+        click.option("--breakpoints", type=click.Choice(["claude-code", "last-message", "none"]),
+                     default="claude-code", show_default=True,
+                     help="Cache breakpoint placement (claude-code: after system+tools and at the last message)."),
+        click.option("--observed-evictions", type=click.Choice(["log", "none"]), default="log", show_default=True,
+                     help="Replay cache misses the log records but the model cannot explain."),
+        click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     default=None, help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/"
+                     "cache_write_1h/cache_read/output in $/Mtok)."),
+        click.option("--price-date", default=None, help="Date the library prices are resolved at [default: 2026-11-01]."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _make_options(ttl, breakpoints, observed_evictions, prices_file, price_date, detail=False):
+    from .cache import CacheConfig
+    from .costs import DEFAULT_PRICE_DATE, PriceTable
+    from .engine import ReplayOptions
+
+    date = price_date or DEFAULT_PRICE_DATE
+    prices = PriceTable.from_toml(prices_file, date) if prices_file else PriceTable(date)
+    return ReplayOptions(CacheConfig(ttl=ttl, breakpoints=breakpoints, observed_evictions=observed_evictions),
+                         prices, detail)
+
+
+def _parse_sets(sets: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for item in sets:
+        if "=" not in item:
+            _fail(f"--set {item!r}: expected key=value")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v
+    return out
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def policies(as_json: bool) -> None:
+    """List the registered policies with their parameters, defaults and sources."""
+    import dataclasses
+
+    from .policies import REGISTRY
+
+    rows = []
+    for name, cls in sorted(REGISTRY.items()):
+        params = [{"name": f.name, "type": str(f.type), "default": f.default if f.default is not dataclasses.MISSING
+                   else None} for f in cls.param_fields()]
+        rows.append({"name": name, "source": cls.source, "summary": cls.summary,
+                     "insert_time": cls.insert_time(), "retroactive": cls.retroactive(), "params": params})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, default=str))
+        return
+    for r in rows:
+        mode = "insert-time" if r["insert_time"] else "retroactive" if r["retroactive"] else "baseline"
+        out.print(f"[bold cyan]{r['name']}[/] ({mode}) — {r['summary']}")
+        out.print(f"  source: {r['source']}")
+        for p in r["params"]:
+            out.print(f"  {p['name']} = {p['default']!r}  [dim]({p['type']})[/]")
+
+
+@main.command()
+@DB_OPTION
+@click.option("--dataset", default=None, help="Dataset to replay [default: the only one in the database].")
+@click.option("--policy", "policy_name", default="noop", show_default=True, help="Policy name (see `ctxreplay policies`).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Set a policy parameter (repeatable).")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="TOML file with `policy = NAME` and a [params] table.")
+@click.option("--detail", is_flag=True, help="Also store one row per request (needed by per-request plots).")
+@_cache_options
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints, observed_evictions, prices_file,
+           price_date, as_json):
+    """Replay a dataset through a policy and store the run (figures per session, optionally per request)."""
+    import tomllib
+
+    from . import runs
+    from .costs import PriceError
+    from .policies import ParamError, build
+
+    params: dict = {}
+    if config_file:
+        try:
+            cfg = tomllib.loads(config_file.read_text())
+        except tomllib.TOMLDecodeError as e:
+            _fail(f"{config_file}: {e}")
+        unknown = set(cfg) - {"policy", "params"}
+        if unknown:
+            _fail(f"{config_file}: unknown key(s) {', '.join(sorted(unknown))}; expected `policy` and [params]")
+        policy_name = cfg.get("policy", policy_name)
+        params.update(cfg.get("params", {}))
+    params.update(_parse_sets(sets))
+    try:
+        policy = build(policy_name, params)
+        opts = _make_options(ttl, breakpoints, observed_evictions, prices_file, price_date, detail)
+    except (ParamError, PriceError, ValueError) as e:
+        _fail(str(e))
+    con = _open(db, read_only=False)
+    dataset = _pick_dataset(con, dataset, db)
+    ds = runs.load(con, dataset)
+    progress = Progress(TextColumn(f"[bold]replay {policy.name}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                        TimeRemainingColumn(), console=err, disable=as_json, transient=True)
+    try:
+        with progress:
+            task = progress.add_task("", total=len(ds.sessions))
+            run_id, results = runs.run_policy(con, ds, policy, opts, on_session=lambda s: progress.advance(task))
+    except PriceError as e:
+        _fail(str(e))
+    tot = {k: sum(r.figures[k] for r in results) for k in results[0].figures} if results else {}
+    if as_json:
+        click.echo(json.dumps({"run_id": run_id, "policy": policy.name, "dataset": dataset, "totals": tot}, indent=2))
+        return
+    out.print(f"run [bold]{run_id}[/]: {policy.name} on {dataset} ({len(results)} sessions, {ds.n_requests} requests)")
+    if tot:
+        out.print(f"  input {tot['input_total']:,.0f} tokens: read {tot['cache_read']:,.0f}, "
+                  f"written {tot['cache_write_5m'] + tot['cache_write_1h']:,.0f}, uncached {tot['uncached']:,.0f}; "
+                  f"output {tot['output']:,.0f}; cost ${tot['cost']:,.2f}; busts {tot['busts']:.0f}")
+
+
+def _pick_dataset(con, dataset: str | None, db: Path) -> str:
+    names = store.dataset_names(con)
+    if dataset:
+        if dataset not in names:
+            _fail(f"no dataset {dataset!r} in {db}; known: {', '.join(names) or 'none'}")
+        return dataset
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        _fail(f"{db} holds no dataset; run `ctxreplay ingest PATH --db {db}` first")
+    _fail(f"{db} holds several datasets ({', '.join(names)}); choose one with --dataset")
+
+
+@main.command(name="runs")
+@DB_OPTION
+@click.option("--dataset", default=None, help="Only this dataset.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def runs_cmd(db, dataset, as_json):
+    """List runs with their status (running, finished, failed, interrupted)."""
+    from . import runs
+
+    con = _open(db)
+    rows = runs.list_runs(con, dataset)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, default=_json_default))
+        return
+    t = Table("run", "policy", "params", "dataset", "status", "sessions", "started", "git")
+    for r in rows:
+        t.add_row(r["run_id"], r["policy"], json.dumps(r["params"])[:40], r["dataset"], r["status"],
+                  str(r["n_sessions"] or "-"), r["started_at"].strftime("%Y-%m-%d %H:%M:%S"), (r["git_sha"] or "")[:10])
+    out.print(t)
+
+
+@main.command()
+@DB_OPTION
+@click.option("--dataset", default=None, help="Dataset to validate [default: the only one].")
+@_cache_options
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to write the PNG of simulated vs recorded cache reads [default: validate-<dataset>.png next to --db].")
+@click.option("--worst", type=click.IntRange(1, 20), default=4, show_default=True, help="Sessions in the plot.")
+@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
+def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, plot_path, worst, as_json):
+    """Fidelity check: does the no-op replay reproduce the usage the log recorded?
+
+    Per session and overall: recorded vs simulated input total, cache reads, cache writes
+    and cost with relative errors, for the calibrated model (the one every run uses), the
+    TTL/breakpoint model alone, and raw BPE counts without anchoring.
+    """
+    from .costs import PriceError
+    from .validate import TARGETS, plot_worst, public
+    from .validate import validate as run_validate
+
+    try:
+        opts = _make_options(ttl, breakpoints, observed_evictions, prices_file, price_date)
+    except (PriceError, ValueError) as e:
+        _fail(str(e))
+    con = _open(db)
+    dataset = _pick_dataset(con, dataset, db)
+    try:
+        report = run_validate(con, dataset, opts)
+    except PriceError as e:
+        _fail(str(e))
+    plot_path = plot_path or db.with_name(f"validate-{dataset}.png")
+    plot_worst(report, plot_path, worst)
+    pub = public(report)
+    pub["plot"] = str(plot_path)
+    if as_json:
+        click.echo(json.dumps(pub, indent=2, default=_json_default))
+        return
+    t = Table("session", "agent", "requests", "input", "reads", "writes", "cost", "ok")
+
+    def pct(v, f):
+        if v is None:
+            return "n/a"
+        style = "green" if abs(v) <= TARGETS[f] else "red"
+        return f"[{style}]{v:+.2%}[/]"
+
+    for s in pub["sessions"]:
+        e = s["rel_error"]
+        t.add_row(s["session_id"][:12], s["agent"], str(s["requests"]), *(pct(e[f], f) for f in TARGETS),
+                  "yes" if s["within_targets"] else "[red]no[/]")
+    out.print(t)
+    o = pub["overall"]
+    out.print(f"{o['sessions_within_targets']}/{o['sessions']} sessions within targets "
+              f"(input {TARGETS['input_total']:.0%}, reads {TARGETS['cache_read']:.0%}, "
+              f"writes {TARGETS['cache_write']:.0%}, cost {TARGETS['cost']:.0%})")
+    for name, errs in pub["variants"].items():
+        out.print(f"  {name:11s} corpus-wide: " + ", ".join(
+            f"{f} {errs[f]:+.2%}" if errs[f] is not None else f"{f} n/a" for f in TARGETS))
+    out.print(f"  recorded cost ${o['recorded']['cost']:,.2f}, simulated ${o['simulated']['cost']:,.2f}; "
+              f"{o['requests_with_residual']} of {o['requests']} requests carry a residual; plot: {plot_path}")
+
+
 def sample_logs_dir() -> Path:
     """The committed sample, or (installed without the repo) the same sample regenerated."""
     if SAMPLE_DIR.is_dir():
@@ -225,9 +442,14 @@ def sample_logs_dir() -> Path:
 def demo(db: Path, logs: Path | None) -> None:
     """Run the whole pipeline on the embedded sample dataset (no logs of your own needed).
 
-    Ingests `datasets/sample/`, then lists what was stored.
+    Ingests `datasets/sample/`, replays it with the no-op baseline, checks the baseline's
+    fidelity against the recorded usage and writes the fidelity plot next to the database.
     """
+    from . import runs
+    from .engine import ReplayOptions
     from .ingest import ingest as run_ingest
+    from .policies import build
+    from .validate import plot_worst, validate as run_validate
 
     logs = logs or sample_logs_dir()
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -240,13 +462,27 @@ def demo(db: Path, logs: Path | None) -> None:
     _print_ingest_summary(summary, db, "sample")
     if summary.failed:
         _fail("the sample did not ingest cleanly; see the messages above")
-    con = _open(db)
+    con = _open(db, read_only=False)
     out.rule("[bold]2. sessions")
     t = Table("session", "streams", "requests", "blocks", "compactions", "block tokens")
     for r in store.sessions(con, "sample"):
         t.add_row(r["session_key"], str(r["n_streams"]), str(r["n_requests"]), str(r["n_blocks"]),
                   str(r["n_compactions"]), f"{r['block_tokens']:,}")
     out.print(t)
+    out.rule("[bold]3. replay (baseline)")
+    ds = runs.load(con, "sample")
+    opts = ReplayOptions(detail=True)
+    run_id, results = runs.run_policy(con, ds, build("noop"), opts)
+    cost = sum(r.figures["cost"] for r in results)
+    out.print(f"run {run_id}: noop over {len(results)} sessions, {ds.n_requests} requests, simulated cost ${cost:,.2f}")
+    out.rule("[bold]4. fidelity")
+    report = run_validate(con, "sample", opts)
+    plot = plot_worst(report, db.parent / "validate-sample.png")
+    o = report["overall"]
+    e = o["rel_error"]
+    out.print(f"{o['sessions_within_targets']}/{o['sessions']} sessions within targets; corpus-wide errors: "
+              f"input {e['input_total']:+.2%}, reads {e['cache_read']:+.2%}, writes {e['cache_write']:+.2%}, "
+              f"cost {e['cost']:+.2%}; plot {plot}")
     con.close()
     out.print(f"[green]demo done[/]: {db}")
 

@@ -133,6 +133,46 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        2,
+        "run tables",
+        """
+        CREATE TABLE runs (
+            run_id VARCHAR PRIMARY KEY,
+            sweep_id VARCHAR,
+            policy VARCHAR NOT NULL,
+            params JSON NOT NULL,
+            cache_config JSON NOT NULL,
+            prices JSON NOT NULL,
+            dataset VARCHAR NOT NULL,
+            git_sha VARCHAR,
+            ctxreplay_version VARCHAR,
+            started_at TIMESTAMP NOT NULL,
+            finished_at TIMESTAMP,
+            status VARCHAR NOT NULL,
+            pid INTEGER,
+            n_sessions INTEGER,
+            error VARCHAR
+        );
+        CREATE TABLE run_sessions (
+            run_id VARCHAR NOT NULL,
+            session_key VARCHAR NOT NULL,
+            requests DOUBLE, input_total DOUBLE, uncached DOUBLE, cache_read DOUBLE,
+            cache_write_5m DOUBLE, cache_write_1h DOUBLE, output DOUBLE, cost DOUBLE,
+            busts DOUBLE, bust_tokens DOUBLE, tokens_delivered DOUBLE, context_tokens DOUBLE,
+            hints DOUBLE, dangling_refs DOUBLE, hint_distance DOUBLE, trimmed_reread DOUBLE,
+            stale_refs DOUBLE, blocks_changed DOUBLE, tokens_saved DOUBLE
+        );
+        CREATE TABLE run_requests (
+            run_id VARCHAR NOT NULL,
+            session_key VARCHAR NOT NULL,
+            stream_id INTEGER NOT NULL,
+            req_idx INTEGER NOT NULL,
+            input_total DOUBLE, uncached DOUBLE, cache_read DOUBLE, cache_write_5m DOUBLE,
+            cache_write_1h DOUBLE, output DOUBLE, cost DOUBLE, bust_tokens DOUBLE
+        );
+        """,
+    ),
 ]
 
 _TYPES = {

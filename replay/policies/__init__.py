@@ -1,0 +1,28 @@
+"""The policy registry: one module per policy, registered here by name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Context, ParamError, Policy, did_you_mean
+from .noop import Noop
+
+REGISTRY: dict[str, type[Policy]] = {
+    Noop.name: Noop,
+}
+
+
+def get(name: str) -> type[Policy]:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ParamError(f"unknown policy {name!r}{did_you_mean(name, list(REGISTRY))} "
+                         f"(known: {', '.join(sorted(REGISTRY))})") from None
+
+
+def build(name: str, params: dict[str, Any] | None = None) -> Policy:
+    cls = get(name)
+    return cls(cls.make_params(params or {}))
+
+
+__all__ = ["REGISTRY", "Context", "ParamError", "Policy", "build", "get"]

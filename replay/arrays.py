@@ -1,0 +1,354 @@
+"""Compact per-stream arrays loaded once from the DuckDB trace, with anchored token counts.
+
+Replay never touches JSON or table rows in its loop: a dataset is loaded with one query
+per table, strings are factorized to integer codes, and each stream becomes a set of
+plain Python lists (fast to index) that every policy and configuration reuses.
+
+Token anchoring: the log records each request's input total T_k = uncached + cache writes
++ cache reads. Between two requests of a stream in one compaction partition, the context
+grew by exactly the blocks appended in between, so those blocks must sum to T_k - T_{k-1}.
+Their BPE counts (o200k, not the provider's tokenizer) are scaled proportionally to that
+delta. The per-stream overhead (system prompt + tool definitions) is what the first request
+holds beyond its blocks. Where a log has no usage, or a delta is negative (the provider
+dropped something we cannot see), BPE counts scaled by the stream's median ratio are used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .trace import BLOCK_KINDS, TOOL_KINDS
+
+KIND_CODE = {k: i for i, k in enumerate(BLOCK_KINDS)}
+TOOL_KIND_CODE = {k: i for i, k in enumerate(TOOL_KINDS)}
+K_TOOL_RESULT = KIND_CODE["tool_result"]
+K_TOOL_USE = KIND_CODE["tool_use"]
+K_THINKING = KIND_CODE["thinking"]
+K_ATTACHMENT = KIND_CODE["attachment"]
+K_COMPACT_SUMMARY = KIND_CODE["compact_summary"]
+
+
+@dataclass
+class Vocab:
+    """Dataset-wide string tables behind the integer codes."""
+
+    tool_names: list[str] = field(default_factory=list)
+    resources: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+
+    def tool_code(self, name: str) -> int:
+        try:
+            return self.tool_names.index(name)
+        except ValueError:
+            return -2  # matches nothing
+
+
+@dataclass
+class Stream:
+    session_key: str
+    stream_id: int
+    kind: str
+    # blocks
+    tokens: list[float]
+    bpe: list[int]
+    nbytes: list[int]
+    bkind: list[int]
+    tool: list[int]
+    tool_kind: list[int]
+    chash: list[int]
+    resource: list[int]
+    line_start: list[int]
+    line_end: list[int]
+    args: list[int]
+    tool_use: list[int]
+    is_error: list[bool]
+    partition: list[int]
+    user_turn: list[int]
+    ts: list[int]
+    # requests
+    r_pos: list[int]
+    r_partition: list[int]
+    r_ts: list[int]
+    r_model: list[int]
+    r_uncached: list[int]
+    r_w5: list[int]
+    r_w1h: list[int]
+    r_read: list[int]
+    r_output: list[int]
+    r_has_usage: list[bool]
+    r_user_turn: list[int]
+    overhead: dict[int, float]
+    part_start: dict[int, int]
+    r_residual: list[float] = field(default_factory=list)
+    r_evict: list[int] = field(default_factory=list)
+    anchored_requests: int = 0
+    negative_deltas: int = 0
+    bpe_ratio: float = 1.0
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def n_requests(self) -> int:
+        return len(self.r_pos)
+
+
+@dataclass
+class Session:
+    session_key: str
+    agent: str
+    streams: list[Stream]
+
+    @property
+    def n_blocks(self) -> int:
+        return sum(s.n_blocks for s in self.streams)
+
+    @property
+    def n_requests(self) -> int:
+        return sum(s.n_requests for s in self.streams)
+
+
+@dataclass
+class Dataset:
+    name: str
+    sessions: list[Session]
+    vocab: Vocab
+
+    @property
+    def n_blocks(self) -> int:
+        return sum(s.n_blocks for s in self.sessions)
+
+    @property
+    def n_requests(self) -> int:
+        return sum(s.n_requests for s in self.sessions)
+
+
+def _codes(series: pd.Series) -> tuple[np.ndarray, list[str]]:
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    return codes.astype(np.int64), [str(u) for u in uniques]
+
+
+def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[str] | None = None) -> Dataset:
+    """Load a dataset's trace into per-stream arrays (one query per table)."""
+    where = "s.dataset = $ds"
+    params: dict[str, Any] = {"ds": dataset}
+    if session_keys is not None:
+        where += " AND s.session_key IN (SELECT unnest($keys))"
+        params["keys"] = list(session_keys)
+    sess = con.execute(f"SELECT session_key, agent FROM sessions s WHERE {where} ORDER BY session_key", params).df()
+    streams = con.execute(
+        f"SELECT st.session_key, st.stream_id, st.kind FROM streams st JOIN sessions s USING (session_key) "
+        f"WHERE {where} ORDER BY 1, 2", params).df()
+    blocks = con.execute(
+        f"""SELECT b.session_key, b.stream_id, b.pos, b.partition, b.user_turn, coalesce(b.ts, -1) AS ts, b.kind,
+                   b.tool_name, b.tool_kind, b.tool_use_key, b.content_hash, b.bytes, b.tokens, b.resource,
+                   coalesce(b.line_start, -1) AS line_start, coalesce(b.line_end, -1) AS line_end, b.args_hash,
+                   coalesce(b.is_error, false) AS is_error
+            FROM blocks b JOIN sessions s USING (session_key) WHERE {where} ORDER BY 1, 2, 3""", params).df()
+    reqs = con.execute(
+        f"""SELECT r.session_key, r.stream_id, r.req_idx, r.position, r.partition, r.user_turn,
+                   coalesce(r.ts, -1) AS ts, r.model, r.input_tokens, r.cache_write_5m, r.cache_write_1h,
+                   r.cache_read, r.output_tokens, r.has_usage
+            FROM requests r JOIN sessions s USING (session_key) WHERE {where} ORDER BY 1, 2, 3""", params).df()
+    vocab = Vocab()
+    tool_codes, vocab.tool_names = _codes(blocks["tool_name"])
+    res_codes, vocab.resources = _codes(blocks["resource"])
+    chash_codes, _ = _codes(blocks["content_hash"])
+    args_codes, _ = _codes(blocks["args_hash"])
+    tu_codes, _ = _codes(blocks["tool_use_key"])
+    model_codes, vocab.models = _codes(reqs["model"])
+    kind_codes = blocks["kind"].map(KIND_CODE).fillna(-1).astype(np.int64).to_numpy()
+    tk_codes = blocks["tool_kind"].map(TOOL_KIND_CODE).fillna(-1).astype(np.int64).to_numpy()
+
+    def spans(df: pd.DataFrame) -> dict[tuple[str, int], tuple[int, int]]:
+        if df.empty:
+            return {}
+        keys = list(zip(df["session_key"].tolist(), df["stream_id"].tolist()))
+        out: dict[tuple[str, int], tuple[int, int]] = {}
+        start = 0
+        for i in range(1, len(keys) + 1):
+            if i == len(keys) or keys[i] != keys[start]:
+                out[keys[start]] = (start, i)
+                start = i
+        return out
+
+    bspan, rspan = spans(blocks), spans(reqs)
+    bcols = {
+        "tokens": blocks["tokens"].to_numpy(np.float64), "nbytes": blocks["bytes"].to_numpy(np.int64),
+        "bkind": kind_codes, "tool": tool_codes, "tool_kind": tk_codes, "chash": chash_codes,
+        "resource": res_codes, "line_start": blocks["line_start"].to_numpy(np.int64),
+        "line_end": blocks["line_end"].to_numpy(np.int64), "args": args_codes, "tool_use": tu_codes,
+        "is_error": blocks["is_error"].to_numpy(bool), "partition": blocks["partition"].to_numpy(np.int64),
+        "user_turn": blocks["user_turn"].to_numpy(np.int64), "ts": blocks["ts"].to_numpy(np.int64),
+    }
+    rcols = {
+        "r_pos": reqs["position"].to_numpy(np.int64), "r_partition": reqs["partition"].to_numpy(np.int64),
+        "r_ts": reqs["ts"].to_numpy(np.int64), "r_model": model_codes,
+        "r_uncached": reqs["input_tokens"].to_numpy(np.int64), "r_w5": reqs["cache_write_5m"].to_numpy(np.int64),
+        "r_w1h": reqs["cache_write_1h"].to_numpy(np.int64), "r_read": reqs["cache_read"].to_numpy(np.int64),
+        "r_output": reqs["output_tokens"].to_numpy(np.int64), "r_has_usage": reqs["has_usage"].to_numpy(bool),
+        "r_user_turn": reqs["user_turn"].to_numpy(np.int64),
+    }
+    by_session: dict[str, list[Stream]] = {k: [] for k in sess["session_key"].tolist()}
+    for key, sid, kind in streams.itertuples(index=False):
+        b0, b1 = bspan.get((key, sid), (0, 0))
+        r0, r1 = rspan.get((key, sid), (0, 0))
+        b = {c: v[b0:b1] for c, v in bcols.items()}
+        r = {c: v[r0:r1] for c, v in rcols.items()}
+        st = _make_stream(key, int(sid), kind, b, r, anchor)
+        by_session[key].append(st)
+    sessions = [Session(k, a, by_session[k]) for k, a in sess.itertuples(index=False)]
+    return Dataset(dataset, sessions, vocab)
+
+
+def _make_stream(key: str, sid: int, kind: str, b: dict[str, np.ndarray], r: dict[str, np.ndarray],
+                 anchor: bool) -> Stream:
+    bpe = b["tokens"].astype(np.float64)
+    part = b["partition"]
+    part_start: dict[int, int] = {}
+    for i, p in enumerate(part.tolist()):
+        part_start.setdefault(p, i)
+    for p in r["r_partition"].tolist():
+        part_start.setdefault(p, int(np.searchsorted(part, p)))
+    if anchor:
+        tokens, overhead, anchored, negative, ratio, residual = anchor_tokens(bpe, r, part_start)
+    else:
+        tokens, overhead, anchored, negative, ratio = bpe.copy(), raw_overheads(bpe, r, part_start), 0, 0, 1.0
+        residual = np.zeros(len(r["r_pos"]))
+    lists = {c: v.tolist() for c, v in b.items() if c != "tokens"}
+    rl = {c: v.tolist() for c, v in r.items()}
+    return Stream(
+        session_key=key, stream_id=sid, kind=kind, tokens=tokens.tolist(), bpe=b["tokens"].astype(int).tolist(),
+        **lists, **rl, overhead=overhead, part_start=part_start, anchored_requests=anchored,
+        negative_deltas=negative, bpe_ratio=ratio, r_residual=residual.tolist(),
+        r_evict=eviction_positions(tokens, overhead, r, part_start, residual).tolist(),
+    )
+
+
+# A recorded read this much shorter than the prefix at a position still counts as covering it
+# (anchoring spreads tokens proportionally, so boundaries are approximate).
+EVICT_TOLERANCE = 0.002
+
+
+def eviction_positions(tokens: np.ndarray, overhead: dict[int, float], r: dict[str, np.ndarray],
+                       part_start: dict[int, int], residual: np.ndarray) -> np.ndarray:
+    """Per request, the last block position the recorded cache read covers (observed evictions).
+
+    The log tells how much of each request's prefix the provider really had cached. Where
+    that is less than an earlier request wrote and the TTL explains, the provider evicted
+    or changed something we cannot see. Replaying that as an eviction at the same block
+    position lets every policy face the same event. -1: even the system prefix was missed;
+    a large number: no information (no usage).
+    """
+    n = len(r["r_pos"])
+    out = np.full(n, 1 << 30, dtype=np.int64)
+    csum = np.concatenate([[0.0], np.cumsum(tokens)])
+    for k in range(n):
+        if not r["r_has_usage"][k]:
+            continue
+        m = int(r["r_model"][k])
+        ov = overhead.get(m, 0.0)
+        read = float(r["r_read"][k])
+        tol = max(64.0, EVICT_TOLERANCE * read)
+        if read + tol < ov:
+            out[k] = -1
+            continue
+        s0 = part_start.get(int(r["r_partition"][k]), 0)
+        hi = int(r["r_pos"][k])
+        # largest p in [s0, hi] with ov + sum(tokens[s0:p]) <= read + tol
+        limit = read + tol - ov - residual[k] + csum[s0]
+        p = int(np.searchsorted(csum[s0:hi + 1], limit, side="right")) - 1 + s0
+        out[k] = max(p, s0)
+    return out
+
+
+def raw_overheads(bpe: np.ndarray, r: dict[str, np.ndarray], part_start: dict[int, int]) -> dict[int, float]:
+    """Overhead per model from its first request with usage, blocks at raw BPE (the unanchored model)."""
+    out: dict[int, float] = {}
+    for k in range(len(r["r_pos"])):
+        m = int(r["r_model"][k])
+        if r["r_has_usage"][k] and m not in out:
+            s0 = part_start.get(int(r["r_partition"][k]), 0)
+            t = float(r["r_uncached"][k] + r["r_w5"][k] + r["r_w1h"][k] + r["r_read"][k])
+            out[m] = max(0.0, t - float(bpe[s0:r["r_pos"][k]].sum()))
+    return out
+
+
+def anchor_tokens(bpe: np.ndarray, r: dict[str, np.ndarray], part_start: dict[int, int]
+                  ) -> tuple[np.ndarray, dict[int, float], int, int, float, np.ndarray]:
+    """(anchored block tokens, overhead per model, requests anchored, negative deltas, BPE ratio, residuals).
+
+    Blocks are fixed left to right: at each request with usage, the blocks not yet fixed
+    in its partition are scaled so that overhead(model) + blocks = recorded input total.
+    The overhead of a model (system prompt and tools differ between models) is inferred at
+    its first request, where the unfixed blocks keep their ratio-scaled BPE size.
+    """
+    pos = r["r_pos"]
+    parts = r["r_partition"]
+    models = r["r_model"]
+    has = r["r_has_usage"]
+    total = (r["r_uncached"] + r["r_w5"] + r["r_w1h"] + r["r_read"]).astype(np.float64)
+    csum = np.concatenate([[0.0], np.cumsum(bpe)])
+    n = len(pos)
+    ratios = []
+    for k in range(1, n):
+        if has[k] and has[k - 1] and parts[k] == parts[k - 1] and models[k] == models[k - 1]:
+            d = total[k] - total[k - 1]
+            s = csum[pos[k]] - csum[pos[k - 1]]
+            if d > 0 and s > 50:
+                ratios.append(d / s)
+    ratio = float(np.median(ratios)) if ratios else 1.0
+    out = bpe * ratio
+    overhead: dict[int, float] = {}
+    residual = np.zeros(n)
+    anchored = negative = 0
+    fixed_to = -1
+    fixed_part = None
+    fixed_sum = 0.0
+    drop = 0.0  # tokens the provider stopped seeing, carried until the next compaction
+    for k in range(n):
+        p = int(parts[k])
+        if fixed_part != p:
+            fixed_part, fixed_to, fixed_sum, drop = p, part_start.get(p, 0), 0.0, 0.0
+        if not has[k]:
+            residual[k] = drop
+            continue
+        hi = int(pos[k])
+        lo = fixed_to
+        m = int(models[k])
+        if hi < lo:
+            residual[k] = drop
+            continue
+        seg_sum = float(out[lo:hi].sum())
+        if m not in overhead:
+            overhead[m] = max(0.0, float(total[k]) - fixed_sum - seg_sum - drop)
+            fixed_to, fixed_sum = hi, fixed_sum + seg_sum
+            residual[k] = drop
+            continue
+        target = float(total[k]) - overhead[m] - fixed_sum - drop
+        if target < 0 or (hi == lo and abs(target) > 0.5):
+            # The provider saw less than the blocks say (or more with nothing appended):
+            # something we cannot see changed. Carry the difference as a residual so the
+            # baseline input matches, and count it.
+            negative += 1
+            drop += target - seg_sum
+            fixed_to, fixed_sum = hi, fixed_sum + seg_sum
+            residual[k] = drop
+            continue
+        if hi > lo:
+            seg = bpe[lo:hi]
+            ssum = float(seg.sum())
+            if ssum > 0:
+                out[lo:hi] = seg * (target / ssum)
+            else:
+                out[lo:hi] = 0.0
+                out[hi - 1] = target
+            fixed_to, fixed_sum = hi, fixed_sum + target
+        residual[k] = drop
+        anchored += 1
+    return out, overhead, anchored, negative, ratio, residual

@@ -1,0 +1,177 @@
+"""The replay loop: walk each stream's blocks and requests, apply a policy, price each request.
+
+For every stream: blocks are appended in order (insert-time policies decide their size as
+they arrive), then at each request retroactive policies may shrink earlier blocks; the
+request's input is the overhead plus every block of the current compaction partition
+before it; the cache model splits it into read / written / uncached; the price table turns
+that and the recorded output into dollars. Output tokens are the log's: the counterfactual
+assumes the agent acts the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .arrays import EVICT_TOLERANCE, Dataset, Session, Stream, Vocab
+from .cache import TTL_MS, CacheConfig, StreamCache
+from .costs import PriceTable
+from .policies.base import METRICS, Context, Policy
+
+SESSION_FIGURES = (
+    "requests", "input_total", "uncached", "cache_read", "cache_write_5m", "cache_write_1h", "output", "cost",
+    "busts", "bust_tokens", "tokens_delivered", "context_tokens",
+) + METRICS
+
+REQUEST_FIGURES = ("input_total", "uncached", "cache_read", "cache_write_5m", "cache_write_1h", "output", "cost",
+                   "bust_tokens")
+
+
+@dataclass
+class SessionResult:
+    session_key: str
+    figures: dict[str, float]
+    # per-request detail: stream_id, req_idx and REQUEST_FIGURES as parallel lists
+    detail: dict[str, list] | None = None
+
+
+@dataclass
+class ReplayOptions:
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    prices: PriceTable = field(default_factory=PriceTable)
+    detail: bool = False
+
+
+def _stream_ttls(st: Stream, cfg: CacheConfig) -> list[int]:
+    """TTL of the entry each request writes."""
+    if cfg.ttl != "log":
+        return [TTL_MS[cfg.ttl]] * st.n_requests
+    n1h = sum(1 for x in st.r_w1h if x > 0)
+    n5 = sum(1 for x in st.r_w5 if x > 0)
+    default = TTL_MS["1h"] if n1h > n5 else TTL_MS["5m"]
+    return [TTL_MS["1h"] if a > 0 and a >= b else TTL_MS["5m"] if b > 0 else default
+            for a, b in zip(st.r_w1h, st.r_w5)]
+
+
+def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions, figs: dict[str, float],
+                  detail: dict[str, list] | None) -> None:
+    cfg = opts.cache
+    cache = StreamCache(cfg)
+    ctx = Context(st, vocab, figs)
+    policy.start_stream(ctx)
+    insert = type(policy).insert_time()
+    retro = type(policy).retroactive()
+    eff = ctx.eff
+    partition = st.partition
+    ttls = _stream_ttls(st, cfg)
+    rates = [opts.prices.rates(m) for m in vocab.models]
+    min_c = [cfg.min_cacheable if cfg.min_cacheable is not None else r.min_cacheable for r in rates]
+    overheads = {m: policy.overhead(ctx, o) for m, o in st.overhead.items()}
+    default_overhead = max(overheads.values()) if overheads else 0.0
+    n_blocks = st.n_blocks
+    residual = st.r_residual or [0.0] * st.n_requests
+    evictions = cfg.observed_evictions == "log" and bool(st.r_evict)
+    warm_always = evictions
+    evict = st.r_evict
+    j = 0
+    cur_part = partition[0] if n_blocks else 0
+    ctx.running = 0.0
+    delivered = 0.0
+    first = True
+    for k in range(st.n_requests):
+        pos = st.r_pos[k]
+        part = st.r_partition[k]
+        while j < pos and j < n_blocks:
+            if partition[j] != cur_part:
+                cur_part = partition[j]
+                ctx.running = 0.0
+                policy.on_compaction(ctx, j)
+            size = eff[j]
+            if insert:
+                new = policy.on_append(ctx, j, size)
+                if new != size:
+                    eff[j] = new
+                    figs["blocks_changed"] += 1
+                    figs["tokens_saved"] += size - new
+                    size = new
+            ctx.running += size
+            delivered += size
+            j += 1
+        if part != cur_part:
+            # a compaction boundary right before the request, with no block after it yet
+            cur_part = part
+            ctx.running = 0.0
+            policy.on_compaction(ctx, pos)
+        ctx.k = k
+        ctx.changed_from = None
+        if retro:
+            policy.before_request(ctx, k)
+        model = st.r_model[k]
+        t = st.r_ts[k]
+        overhead = overheads.get(model, default_overhead)
+        total = max(0.0, overhead + ctx.running + residual[k])
+        unc_rec = st.r_uncached[k]
+        rr = st.r_read[k]
+        if first or (warm_always and rr > 0):
+            # a prefix the log says was cached although this stream did not write it: the
+            # agent's system prompt kept warm by other sessions of the same account
+            if cfg.warm_start == "log" and rr > 0:
+                cache.warm(model, min(float(rr), total - unc_rec, overhead), t, ttls[k])
+            first = False
+        if evictions and evict[k] < pos:
+            e = evict[k]
+            if e >= 0:
+                s0 = st.part_start.get(part, 0)
+                prefix = overhead + sum(eff[s0:e]) + residual[k]
+            else:
+                prefix = 0.0
+            cache.evict(model, part, e, rr + max(64.0, EVICT_TOLERANCE * rr), prefix)
+        read, written, uncached, bust = cache.request(
+            model, part, pos, t, total, min(unc_rec, total), overhead, ttls[k], min_c[model], ctx.changed_from)
+        if ttls[k] == TTL_MS["1h"]:
+            w5, w1h = 0.0, written
+        else:
+            w5, w1h = written, 0.0
+        out = st.r_output[k]
+        cost = rates[model].cost(uncached, w5, w1h, read, out)
+        figs["requests"] += 1
+        figs["input_total"] += total
+        figs["uncached"] += uncached
+        figs["cache_read"] += read
+        figs["cache_write_5m"] += w5
+        figs["cache_write_1h"] += w1h
+        figs["output"] += out
+        figs["cost"] += cost
+        figs["context_tokens"] += total
+        if bust > 0:
+            figs["busts"] += 1
+            figs["bust_tokens"] += bust
+        if detail is not None:
+            detail["stream_id"].append(st.stream_id)
+            detail["req_idx"].append(k)
+            for name, v in zip(REQUEST_FIGURES, (total, uncached, read, w5, w1h, out, cost, bust)):
+                detail[name].append(v)
+    # blocks after the last request are delivered too (they were appended; no request saw them)
+    while j < n_blocks:
+        size = eff[j]
+        if insert:
+            size = policy.on_append(ctx, j, size)
+        delivered += size
+        j += 1
+    figs["tokens_delivered"] += delivered
+
+
+def replay_session(session: Session, vocab: Vocab, policy: Policy, opts: ReplayOptions) -> SessionResult:
+    figs = {f: 0.0 for f in SESSION_FIGURES}
+    detail = {c: [] for c in ("stream_id", "req_idx", *REQUEST_FIGURES)} if opts.detail else None
+    for st in session.streams:
+        replay_stream(st, vocab, policy, opts, figs, detail)
+    return SessionResult(session.session_key, figs, detail)
+
+
+def replay_dataset(ds: Dataset, policy: Policy, opts: ReplayOptions, on_session=None) -> list[SessionResult]:
+    out = []
+    for s in ds.sessions:
+        out.append(replay_session(s, ds.vocab, policy, opts))
+        if on_session:
+            on_session(s)
+    return out

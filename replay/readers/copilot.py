@@ -1,0 +1,218 @@
+"""GitHub Copilot CLI session event logs -> content-free traces.
+
+Reads ``~/.copilot/session-state/<session>/events.jsonl``: one event per line,
+``{"type", "data", "id", "timestamp", "parentId"}``. ``docs/readers.md`` documents the
+mapping; in short:
+
+* ``user.message`` is a prompt: its ``transformedContent`` (what the model receives, with the
+  injected date) is a ``user_text`` block, each attachment an ``attachment`` block;
+* ``assistant.message`` is one API response (one request per ``messageId``, keyed by
+  ``apiCallId``): ``reasoningText``/``reasoningOpaque`` -> ``thinking``, ``content`` ->
+  ``assistant_text``, each ``toolRequests`` entry -> ``tool_use``. The log records only
+  ``outputTokens``: requests carry ``output_tokens`` but ``has_usage = false`` (no input or
+  cache usage);
+* ``tool.execution_complete`` -> ``tool_result`` (``result.content``, the model's copy; the UI
+  copy ``detailedContent`` is ignored; failures use ``error.message``);
+* ``system.notification`` (e.g. a background shell finished) is injected for the model ->
+  ``attachment``;
+* ``system.message`` (the system prompt, resent each interaction) is request overhead, and
+  ``session.*``, ``hook.*``, ``permission.*``, ``assistant.turn_*``, ``tool.execution_start``
+  (a copy of the tool request) and ``abort`` are non-context.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..blocktext import canonical_json, tool_use_text
+from ..keys import Keyring
+from ..trace import SessionTrace
+from .base import FileError, ReadReport, load_records
+from .claude_code import parse_ts
+from .codex import TraceBuilder, mcp_kind, num, shell_resource
+
+AGENT = "copilot-cli"
+
+NON_CONTEXT_PREFIXES = ("session.", "hook.", "permission.", "assistant.turn_", "assistant.intent", "abort",
+                        "tool.execution_start", "tool.execution_partial", "tool.execution_progress",
+                        "assistant.message_delta", "assistant.reasoning_delta", "assistant.usage", "system.message",
+                        "user.ack", "subagent.")
+
+_PATH_TOOLS = {"view": "read", "read": "read", "read_file": "read", "create": "mutate", "edit": "mutate",
+               "str_replace_editor": "mutate", "str_replace": "mutate", "insert": "mutate", "write": "mutate",
+               "grep": "search", "rg": "search", "search": "search", "glob": "list", "ls": "list", "list": "list"}
+_SHELL = frozenset({"bash", "powershell", "shell"})
+_SHELL_SESSION = frozenset({"read_bash", "write_bash", "stop_bash", "list_bash", "read_powershell",
+                            "write_powershell", "stop_powershell"})
+_WEB = frozenset({"web_fetch", "fetch", "web_search"})
+
+
+def sniff(records: list[tuple[int, dict]]) -> bool:
+    """True when the first records look like a Copilot CLI event log."""
+    for _, rec in records[:20]:
+        t = rec.get("type")
+        if isinstance(t, str) and "." in t and isinstance(rec.get("data"), dict):
+            if t.split(".", 1)[0] in ("session", "user", "assistant", "tool", "system", "hook"):
+                return True
+        if "sessionId" in rec or "payload" in rec:
+            return False
+    return False
+
+
+def _copilot_tool(name: str, args: Any, keys: Keyring, cwd: str | None) -> tuple[str, str | None, int | None, int | None]:
+    d = args if isinstance(args, dict) else {}
+    if name in _SHELL:
+        return shell_resource(d.get("command"), cwd, keys)
+    if name in _SHELL_SESSION:
+        return "shell", None, None, None
+    kind = _PATH_TOOLS.get(name)
+    if kind:
+        p = d.get("path") or d.get("file_path")
+        if not (isinstance(p, str) and p) and kind in ("search", "list"):
+            p = cwd
+        start = end = None
+        rng = d.get("view_range")
+        if kind == "read" and isinstance(rng, list) and rng and all(isinstance(x, int) for x in rng):
+            start = max(1, rng[0])
+            end = rng[1] if len(rng) > 1 and rng[1] > 0 else None
+        return kind, keys.path(p, cwd) if isinstance(p, str) and p else None, start, end
+    if name in _WEB:
+        return "web", None, None, None
+    return mcp_kind(name) if "mcp" in name.lower() or "/" in name else "other", None, None, None
+
+
+class _CopilotReader:
+    def __init__(self, b: TraceBuilder, path: Path):
+        self.b = b
+        self.path = path
+        self.st = b.new_stream("main")
+        self.cwd: str | None = None
+        self.model: str | None = None
+        self.session_id: str | None = None
+        self.messages: set[str] = set()
+        self.tools: dict[str, tuple[str, str, str | None, int | None, int | None, str]] = {}
+
+    def add(self, line: int, rec: dict) -> None:
+        t = rec.get("type")
+        d = rec.get("data")
+        ts = parse_ts(rec.get("timestamp"))
+        if not isinstance(t, str):
+            self.b.report.skip("malformed_record", self.path, line, "event without a type")
+            return
+        if not isinstance(d, dict):
+            self.b.report.skip("malformed_record", self.path, line, f"{t} event without a data object")
+            return
+        st = self.st
+        if t == "session.start":
+            sid = d.get("sessionId")
+            if isinstance(sid, str) and self.session_id is None:
+                self.session_id = sid
+            ver = d.get("copilotVersion") or d.get("version")
+            if isinstance(ver, str):
+                self.b.versions.add(ver)
+            ctx = d.get("context") if isinstance(d.get("context"), dict) else {}
+            if isinstance(ctx.get("cwd"), str) and ctx["cwd"]:
+                self.cwd = ctx["cwd"]
+        elif t == "session.model_change" and isinstance(d.get("newModel"), str):
+            self.model = d["newModel"]
+        if t == "user.message":
+            st.open_req = None
+            text = d.get("transformedContent") if isinstance(d.get("transformedContent"), str) else d.get("content")
+            text = text if isinstance(text, str) else canonical_json(text)
+            st.user_turn += 1
+            self.b.add_block(st, ts, "user", "user_text", text)
+            for att in d.get("attachments") or []:
+                t_att = canonical_json(att)
+                self.b.add_block(st, ts, "user", "attachment", t_att)
+            return
+        if t == "assistant.message":
+            self._assistant(line, d, ts)
+            return
+        if t == "tool.execution_complete":
+            st.open_req = None
+            tid = d.get("toolCallId") if isinstance(d.get("toolCallId"), str) else None
+            res = d.get("result") if isinstance(d.get("result"), dict) else {}
+            content = res.get("content")
+            if content is None and isinstance(d.get("error"), dict):
+                content = d["error"].get("message")
+            text = content if isinstance(content, str) else ("" if content is None else canonical_json(content))
+            name, kind, resource, ls, le, ah = self.tools.get(tid or "", (None, None, None, None, None, None))
+            self.b.add_block(
+                st, ts, "user", "tool_result", text, tool_name=name, tool_kind=kind, tool_use_id=tid,
+                resource=resource, line_start=ls, line_end=le, args_hash=ah, is_error=d.get("success") is False,
+            )
+            return
+        if t == "system.notification":
+            st.open_req = None
+            content = d.get("content")
+            text = content if isinstance(content, str) else canonical_json(content)
+            self.b.add_block(st, ts, "user", "attachment", text)
+            return
+        if t.startswith(NON_CONTEXT_PREFIXES):
+            self.b.report.non_context[t] += 1
+            return
+        self.b.report.skip("unknown_type", self.path, line, f"event type {t!r}")
+
+    def _assistant(self, line: int, d: dict, ts: int | None) -> None:
+        st = self.st
+        mid = d.get("messageId") if isinstance(d.get("messageId"), str) else None
+        if mid is not None:
+            if mid in self.messages:
+                self.b.report.skip("duplicate_record", self.path, line, "assistant message id seen earlier")
+                return
+            self.messages.add(mid)
+        model = d.get("model") if isinstance(d.get("model"), str) and d.get("model") else self.model
+        key = d.get("apiCallId") or d.get("requestId") or mid or f"{self.path.name}:{line}"
+        row = self.b.open_request(st, ts, model, str(key))
+        self.b.set_usage(row, output_tokens=num(d.get("outputTokens")), has_usage=False)
+        rtext = d.get("reasoningText") if isinstance(d.get("reasoningText"), str) else ""
+        ropaque = d.get("reasoningOpaque") if isinstance(d.get("reasoningOpaque"), str) else ""
+        if rtext or ropaque:
+            self.b.add_block(st, ts, "assistant", "thinking", rtext or ropaque,
+                             (rtext + "\0" + ropaque).encode("utf-8", "surrogatepass"))
+        content = d.get("content")
+        if isinstance(content, str) and content:
+            self.b.add_block(st, ts, "assistant", "assistant_text", content)
+        elif content and not isinstance(content, str):
+            self.b.add_block(st, ts, "assistant", "assistant_text", canonical_json(content))
+        for tr in d.get("toolRequests") or []:
+            if not isinstance(tr, dict):
+                continue
+            name = str(tr.get("name") or "")
+            args = tr.get("arguments")
+            tid = tr.get("toolCallId") if isinstance(tr.get("toolCallId"), str) else None
+            kind, res, ls, le = _copilot_tool(name, args, self.b.keys, self.cwd)
+            args_hash = self.b.keys.text_hash(canonical_json(args))[:16]
+            if tid:
+                self.tools[tid] = (name, kind, res, ls, le, args_hash)
+            self.b.add_block(
+                st, ts, "assistant", "tool_use", tool_use_text(name, args), tool_name=name, tool_kind=kind,
+                tool_use_id=tid, resource=res, line_start=ls, line_end=le, args_hash=args_hash,
+            )
+
+
+def read_session(
+    main: Path,
+    keys: Keyring,
+    dataset: str,
+    file_key: str,
+    report: ReadReport,
+    subagent_files: list[Path] | None = None,
+    data: bytes | None = None,
+) -> SessionTrace | None:
+    """Read one Copilot CLI event log into a SessionTrace.
+
+    Raises FileError when the file is not a Copilot CLI event log; bad lines are skipped and counted.
+    """
+    data = main.read_bytes() if data is None else data
+    records = load_records(main, data, report)
+    if not records:
+        raise FileError("no records")
+    if not sniff(records):
+        raise FileError("not a Copilot CLI event log (no session./user./assistant. events)")
+    b = TraceBuilder(AGENT, keys, dataset, file_key, main, report)
+    r = _CopilotReader(b, main)
+    for line, rec in records:
+        r.add(line, rec)
+    return b.finish(r.session_id)

@@ -1,0 +1,232 @@
+"""Gemini CLI ``--output-format stream-json`` transcripts -> content-free traces.
+
+One JSON event per line: ``init`` (session id, model), ``message`` (``role`` user or
+assistant; assistant text arrives as ``delta`` chunks), ``tool_use`` (tool name, id,
+parameters), ``tool_result`` (status, output, error), ``error`` and ``result`` (final status
+and session *totals* in ``stats``). ``docs/readers.md`` documents the mapping; in short:
+
+* every ``init`` starts a new stream (a file may hold several CLI runs, each with its own
+  context); lines before the first ``init`` of a run (a wrapper echoing the task) are
+  non-context;
+* the stream records no per-request usage, so requests are inferred: a request opens at the
+  first model output (assistant text or tool call) after user input or a tool result, and
+  every request has ``has_usage = false`` (the ``result`` line only carries totals);
+* ``tool_result`` without ``output`` (Gemini omits it for e.g. ``write_file``) becomes an
+  empty tool_result block.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..blocktext import canonical_json, tool_use_text
+from ..keys import Keyring
+from ..trace import SessionTrace
+from .base import FileError, ReadReport, load_records
+from .claude_code import parse_ts
+from .codex import Stream, TraceBuilder, mcp_kind, shell_resource
+
+AGENT = "gemini-cli"
+
+EVENT_TYPES = frozenset({"init", "message", "tool_use", "tool_result", "error", "result"})
+
+_READ = {"read_file": ("file_path", "absolute_path", "path"), "read_many_files": ("paths",)}
+_MUTATE = {"write_file": ("file_path", "absolute_path", "path"), "replace": ("file_path", "absolute_path", "path"),
+           "edit": ("file_path", "absolute_path", "path"), "smart_edit": ("file_path",)}
+_SEARCH = {"search_file_content": ("dir_path", "path"), "grep": ("dir_path", "path"), "grep_search": ("dir_path", "path"),
+           "ripgrep": ("dir_path", "path")}
+_LIST = {"glob": ("dir_path", "path"), "list_directory": ("dir_path", "path"), "ls": ("dir_path", "path")}
+_WEB = frozenset({"web_fetch", "google_web_search", "web_search"})
+_SHELL = frozenset({"run_shell_command", "shell"})
+
+
+def sniff(records: list[tuple[int, dict]]) -> bool:
+    """True when the first records look like a Gemini CLI stream-json transcript."""
+    for _, rec in records[:20]:
+        t = rec.get("type")
+        if t == "init" and "session_id" in rec:
+            return True
+        if t in ("tool_use", "tool_result") and "tool_id" in rec:
+            return True
+        if "sessionId" in rec or "payload" in rec or "data" in rec:
+            return False
+    return False
+
+
+def _first_str(d: dict, names: tuple[str, ...]) -> str | None:
+    for n in names:
+        v = d.get(n)
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+def _gemini_tool(name: str, params: Any, keys: Keyring, cwd: str | None) -> tuple[str, str | None, int | None, int | None]:
+    d = params if isinstance(params, dict) else {}
+    if name in _SHELL:
+        here = d.get("dir_path") or d.get("directory")
+        here = here if isinstance(here, str) and here else cwd
+        return shell_resource(d.get("command"), here, keys)
+    if name in _READ:
+        p = _first_str(d, _READ[name])
+        start = end = None
+        off, lim = d.get("offset"), d.get("limit")
+        if isinstance(off, int) or isinstance(lim, int):
+            start = (off + 1) if isinstance(off, int) and off >= 0 else 1  # Gemini offsets are 0-based
+            end = start + lim - 1 if isinstance(lim, int) and lim > 0 else None
+        return "read", keys.path(p, cwd) if p else None, start, end
+    if name in _MUTATE:
+        p = _first_str(d, _MUTATE[name])
+        return "mutate", keys.path(p, cwd) if p else None, None, None
+    if name in _SEARCH:
+        p = _first_str(d, _SEARCH[name]) or cwd
+        return "search", keys.path(p, cwd) if p else None, None, None
+    if name in _LIST:
+        p = _first_str(d, _LIST[name]) or cwd
+        return "list", keys.path(p, cwd) if p else None, None, None
+    if name in _WEB:
+        return "web", None, None, None
+    return mcp_kind(name) if name.startswith("mcp") else "other", None, None, None
+
+
+class _GeminiReader:
+    def __init__(self, b: TraceBuilder, path: Path):
+        self.b = b
+        self.path = path
+        self.st: Stream | None = None
+        self.model: str | None = None
+        self.session_id: str | None = None
+        self.tools: dict[str, tuple[str, str, str | None, int | None, int | None, str]] = {}
+        self.text_row: int | None = None  # block row of the assistant text being streamed
+        self.text_parts: list[str] = []
+
+    def _flush_text(self) -> None:
+        if self.text_row is None:
+            return
+        text = "".join(self.text_parts)
+        raw = text.encode("utf-8", "surrogatepass")
+        bl = self.b.trace.blocks
+        bl["content_hash"][self.text_row] = self.b.keys.content_hash(raw)
+        bl["bytes"][self.text_row] = len(raw)
+        self.b.texts[self.text_row] = text
+        self.text_row = None
+        self.text_parts = []
+
+    def _output(self, line: int, ts: int | None) -> Stream:
+        st = self.st
+        assert st is not None
+        if st.open_req is None:
+            self.b.open_request(st, ts, self.model, f"{self.path.name}:{line}")
+        return st
+
+    def _input(self) -> None:
+        """User input or a tool result: the next model output belongs to a new request."""
+        self._flush_text()
+        if self.st is not None:
+            self.st.open_req = None
+
+    def add(self, line: int, rec: dict, before_init: bool = False) -> None:
+        """Add one event; ``before_init`` marks an event directly followed by an ``init``."""
+        t = rec.get("type")
+        ts = parse_ts(rec.get("timestamp"))
+        if t not in EVENT_TYPES:
+            self.b.report.skip("unknown_type", self.path, line, f"event type {t!r}")
+            return
+        if t == "init":
+            self._input()
+            self.b.report.non_context["init"] += 1
+            sid = rec.get("session_id")
+            self.session_id = sid if isinstance(sid, str) else self.session_id
+            if isinstance(rec.get("model"), str) and rec["model"]:
+                self.model = rec["model"]
+            self.st = self.b.new_stream("main", sid if isinstance(sid, str) and self.b.streams else None)
+            return
+        if t in ("result", "error"):
+            self._input()
+            self.b.report.non_context[t] += 1
+            if t == "result":
+                self.st = None  # the run is over; anything before the next init is not its context
+            return
+        if self.st is None or before_init:
+            # outside a run (before its init / after its result): a wrapper's echo of the task
+            self.b.report.non_context[f"{t}:outside_run"] += 1
+            return
+        st = self.st
+        if t == "message":
+            role = rec.get("role")
+            content = rec.get("content")
+            text = content if isinstance(content, str) else canonical_json(content)
+            if role == "assistant":
+                st = self._output(line, ts)
+                if rec.get("delta") and self.text_row is not None:
+                    self.text_parts.append(text)
+                    return
+                self._flush_text()
+                self.text_row = self.b.add_block(st, ts, "assistant", "assistant_text", text)
+                self.text_parts = [text]
+                if not rec.get("delta"):
+                    self._flush_text()
+                return
+            if role == "user":
+                self._input()
+                st.user_turn += 1
+                self.b.add_block(st, ts, "user", "user_text", text)
+                return
+            self.b.report.skip("malformed_record", self.path, line, f"message with role {role!r}")
+            return
+        if t == "tool_use":
+            self._flush_text()
+            st = self._output(line, ts)
+            name = str(rec.get("tool_name") or "")
+            params = rec.get("parameters")
+            tid = rec.get("tool_id") if isinstance(rec.get("tool_id"), str) else None
+            kind, res, ls, le = _gemini_tool(name, params, self.b.keys, None)
+            args_hash = self.b.keys.text_hash(canonical_json(params))[:16]
+            if tid:
+                self.tools[tid] = (name, kind, res, ls, le, args_hash)
+            self.b.add_block(
+                st, ts, "assistant", "tool_use", tool_use_text(name, params), tool_name=name, tool_kind=kind,
+                tool_use_id=tid, resource=res, line_start=ls, line_end=le, args_hash=args_hash,
+            )
+            return
+        # tool_result
+        self._input()
+        tid = rec.get("tool_id") if isinstance(rec.get("tool_id"), str) else None
+        out = rec.get("output")
+        if out is None and isinstance(rec.get("error"), dict):
+            out = rec["error"].get("message")
+        text = out if isinstance(out, str) else ("" if out is None else canonical_json(out))
+        name, kind, res, ls, le, ah = self.tools.get(tid or "", (None, None, None, None, None, None))
+        self.b.add_block(
+            st, ts, "user", "tool_result", text, tool_name=name, tool_kind=kind, tool_use_id=tid, resource=res,
+            line_start=ls, line_end=le, args_hash=ah, is_error=rec.get("status") == "error",
+        )
+
+
+def read_session(
+    main: Path,
+    keys: Keyring,
+    dataset: str,
+    file_key: str,
+    report: ReadReport,
+    subagent_files: list[Path] | None = None,
+    data: bytes | None = None,
+) -> SessionTrace | None:
+    """Read one Gemini CLI stream-json transcript into a SessionTrace (one stream per ``init``).
+
+    Raises FileError when the file is not such a transcript; bad lines are skipped and counted.
+    """
+    data = main.read_bytes() if data is None else data
+    records = load_records(main, data, report)
+    if not records:
+        raise FileError("no records")
+    if not sniff(records):
+        raise FileError("not a Gemini CLI stream-json transcript (no init/tool_use events)")
+    b = TraceBuilder(AGENT, keys, dataset, file_key, main, report)
+    r = _GeminiReader(b, main)
+    for k, (line, rec) in enumerate(records):
+        nxt = records[k + 1][1].get("type") if k + 1 < len(records) else None
+        r.add(line, rec, before_init=nxt == "init" and rec.get("type") == "message")
+    r._flush_text()
+    return b.finish(r.session_id)

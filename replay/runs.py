@@ -1,0 +1,140 @@
+"""Runs: one policy configuration replayed over a dataset, stored with its full config.
+
+A run row is written (status ``running``) before any work, and results plus the status
+``finished`` are written in one transaction at the end. A run killed midway therefore
+never looks finished: it stays ``running`` and listings show it as interrupted once its
+process is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from . import __version__, store
+from .arrays import Dataset, load_dataset
+from .engine import REQUEST_FIGURES, SESSION_FIGURES, ReplayOptions, SessionResult, replay_session
+from .policies import Policy
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def git_sha() -> str:
+    try:
+        sha = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5).stdout.strip()
+        if not sha:
+            return "unknown"
+        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def start_run(con, policy: Policy, opts: ReplayOptions, dataset: str, sweep_id: str | None = None) -> str:
+    run_id = uuid.uuid4().hex[:12]
+    con.execute(
+        "INSERT INTO runs (run_id, sweep_id, policy, params, cache_config, prices, dataset, git_sha, ctxreplay_version, "
+        "started_at, status, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+        [run_id, sweep_id, policy.name, json.dumps(asdict(policy.params), default=list),
+         json.dumps(opts.cache.as_dict()), json.dumps(opts.prices.describe()), dataset, git_sha(), __version__,
+         store.now(), os.getpid()],
+    )
+    return run_id
+
+
+def finish_run(con, run_id: str, results: list[SessionResult]) -> None:
+    sess = {"run_id": [run_id] * len(results), "session_key": [r.session_key for r in results]}
+    for f in SESSION_FIGURES:
+        sess[f] = [float(r.figures[f]) for r in results]
+    detail: dict[str, list] = {c: [] for c in ("run_id", "session_key", "stream_id", "req_idx", *REQUEST_FIGURES)}
+    for r in results:
+        if r.detail is None:
+            continue
+        n = len(r.detail["req_idx"])
+        detail["run_id"].extend([run_id] * n)
+        detail["session_key"].extend([r.session_key] * n)
+        for c in ("stream_id", "req_idx", *REQUEST_FIGURES):
+            detail[c].extend(r.detail[c])
+    with store.transaction(con):
+        for table, data in (("run_sessions", sess), ("run_requests", detail)):
+            if not data["run_id"]:
+                continue
+            con.register("_run_tmp", pa.table(data))
+            try:
+                cols = ", ".join(data)
+                con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _run_tmp")
+            finally:
+                con.unregister("_run_tmp")
+        con.execute("UPDATE runs SET status = 'finished', finished_at = ?, n_sessions = ? WHERE run_id = ?",
+                    [store.now(), len(results), run_id])
+
+
+def fail_run(con, run_id: str, error: str) -> None:
+    con.execute("UPDATE runs SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ?",
+                [store.now(), error[:2000], run_id])
+
+
+def run_policy(con, ds: Dataset, policy: Policy, opts: ReplayOptions, *, sweep_id: str | None = None,
+               on_session: Callable[[Any], None] | None = None) -> tuple[str, list[SessionResult]]:
+    """Replay ``ds`` under ``policy`` and store the run; returns (run_id, per-session results)."""
+    run_id = start_run(con, policy, opts, ds.name, sweep_id)
+    try:
+        results = []
+        for s in ds.sessions:
+            results.append(replay_session(s, ds.vocab, policy, opts))
+            if on_session:
+                on_session(s)
+        finish_run(con, run_id, results)
+    except BaseException as e:
+        fail_run(con, run_id, f"{type(e).__name__}: {e}")
+        raise
+    return run_id, results
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def list_runs(con, dataset: str | None = None) -> list[dict[str, Any]]:
+    sql = ("SELECT run_id, sweep_id, policy, params, dataset, status, started_at, finished_at, n_sessions, pid, "
+           "git_sha, error FROM runs")
+    params: list[Any] = []
+    if dataset:
+        sql += " WHERE dataset = ?"
+        params.append(dataset)
+    sql += " ORDER BY started_at"
+    cols = ["run_id", "sweep_id", "policy", "params", "dataset", "status", "started_at", "finished_at",
+            "n_sessions", "pid", "git_sha", "error"]
+    out = []
+    for row in con.execute(sql, params).fetchall():
+        d = dict(zip(cols, row))
+        if d["status"] == "running" and not _alive(d["pid"]):
+            d["status"] = "interrupted"
+        d["params"] = json.loads(d["params"])
+        out.append(d)
+    return out
+
+
+def load(con, dataset: str) -> Dataset:
+    if dataset not in store.dataset_names(con):
+        known = ", ".join(store.dataset_names(con)) or "none (run `ctxreplay ingest` first)"
+        raise store.StoreError(f"no dataset {dataset!r}; known: {known}")
+    return load_dataset(con, dataset)

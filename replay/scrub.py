@@ -1,0 +1,387 @@
+"""Secret scrubbing: defence in depth for any text ctxreplay writes out.
+
+``find(text)`` lists the secrets in a text, ``scrub(text)`` replaces each by
+``[REDACTED:<rule>]``. Patterns run on google-re2 (linear time, no catastrophic
+backtracking) over the UTF-8 bytes of the text, and a single ``re2.Set`` pass tells which
+rules can match at all, so clean text costs one scan plus the entropy scan.
+
+Rules (``RULES`` lists them with a description; ``docs/privacy.md`` explains each):
+
+* provider formats with a recognisable prefix: AWS key ids, GCP API keys, GitHub, GitLab,
+  Slack, Stripe, OpenAI, Anthropic, Google OAuth, npm, PyPI, Hugging Face, SendGrid tokens,
+  Slack webhooks, PEM private key blocks, JWTs;
+* secrets recognised by their context: AWS secret keys, Azure storage/service-bus keys,
+  SAS signatures and client secrets, GCP service-account ``private_key_id``, passwords in
+  database URLs and in any ``scheme://user:pass@host``, ``Authorization``/``Bearer``
+  headers, ``password=``/``secret:``/``TOKEN=``/``api_key:`` assignments in code, config
+  and ``.env`` files and ``--password`` command-line flags;
+* ``high_entropy``: base64/base62-looking runs of 20-300 characters that mix upper case,
+  lower case and digits, switch character class often (random strings do, identifiers do
+  not) and have high Shannon entropy for their length.
+
+Deliberately **not** flagged as high entropy: hex-only strings (git SHAs, content hashes,
+digests, hex UUIDs), UUIDs, Subresource-Integrity / go.sum hashes (``sha512-...``,
+``h1:...``), base64 after ``base64,`` (data URIs) and image payloads (PNG/JPEG/GIF/WebP/SVG
+magic), and runs longer than 300 characters (blobs, not credentials). A hex secret is only
+caught when its context says so (``SECRET_KEY=``, ``private_key_id``, ...).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import re2
+
+__all__ = ["Finding", "Rule", "RULES", "find", "scrub", "redaction"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One secret: the rule that found it and its [start, end) span in the text (characters)."""
+
+    rule: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    description: str
+    pattern: str
+    # Validates the captured secret (bytes) and may veto the match.
+    check: Callable[[bytes, bytes], bool] | None = None
+
+
+def redaction(rule: str) -> str:
+    return f"[REDACTED:{rule}]"
+
+
+# --- validators ----------------------------------------------------------------------
+
+_PLACEHOLDER_WORDS = frozenset(
+    b.lower()
+    for b in (
+        b"null", b"none", b"nil", b"true", b"false", b"undefined", b"string", b"str", b"number",
+        b"boolean", b"bool", b"required", b"optional", b"password", b"passwd", b"secret", b"token",
+        b"hidden", b"text", b"bearer", b"basic", b"example", b"changeme", b"change_me", b"xxx",
+        b"redacted", b"placeholder", b"your_password", b"your_token", b"your_api_key", b"yourpassword",
+        b"mypassword", b"my_password", b"secret_key", b"api_key", b"apikey", b"access_token", b"pass",
+        b"dummy", b"test", b"testing", b"sample", b"foobar", b"default", b"empty", b"unset", b"todo",
+        b"process.env", b"os.environ", b"any", b"object", b"bytes", b"int", b"char",
+    )
+)
+_DIGITS = b"0123456789"
+_UPPER = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_LOWER = b"abcdefghijklmnopqrstuvwxyz"
+
+
+def _has_digit(v: bytes) -> bool:
+    return len(v.translate(None, _DIGITS)) != len(v)
+
+
+def _has_upper(v: bytes) -> bool:
+    return len(v.translate(None, _UPPER)) != len(v)
+
+
+def _has_lower(v: bytes) -> bool:
+    return len(v.translate(None, _LOWER)) != len(v)
+
+
+_REF_PREFIXES = (b"$", b"{{", b"<", b"%(", b"%s", b"process.env", b"os.environ", b"os.getenv", b"env(",
+                 b"env.", b"getenv", b"[REDACTED", b"***", b"...", b"#{", b"@{", b"vault:", b"secrets.",
+                 b"ENV[", b"settings.", b"config.", b"self.", b"this.", b"args.", b"opts.", b"options.")
+_IDENT_RX = re2.compile(rb"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?$")
+_LOWER_WORDS_RX = re2.compile(rb"^[a-z]+(?:[_.-][a-z]+)*$")
+_SAME_CHAR_RX = re2.compile(rb"^(?:x+|X+|\*+|\.+|-+|_+|0+|#+)$")
+
+
+def _not_placeholder(value: bytes) -> bool:
+    v = value.strip(b"\"'`,;")
+    if len(v) < 4:
+        return False
+    low = v.lower()
+    if low in _PLACEHOLDER_WORDS or _SAME_CHAR_RX.match(v):
+        return False
+    if v.startswith(_REF_PREFIXES) or low.startswith((b"your", b"my-", b"my_", b"<", b"insert", b"replace")):
+        return False
+    if b"${" in v or b"{{" in v or b"<" in v or b"(" in v:
+        return False
+    return True
+
+
+def _check_code_value(_key: bytes, value: bytes) -> bool:
+    """A literal assigned to a password/secret/token name in code or config."""
+    if not _not_placeholder(value):
+        return False
+    if _IDENT_RX.match(value):  # settings.password, cfg.api.token, ...
+        return False
+    # Lower-case words (``"access_token"``, ``"current-password"``) are labels, not secrets,
+    # unless long enough to be a passphrase.
+    if _LOWER_WORDS_RX.match(value) and len(value) < 16:
+        return False
+    return True
+
+
+def _check_env_value(_key: bytes, value: bytes) -> bool:
+    """A value in ``NAME_PASSWORD=...`` (env files, shell): any literal counts."""
+    return _not_placeholder(value) and not _IDENT_RX.match(value)
+
+
+def _check_token(_key: bytes, value: bytes) -> bool:
+    """Random-looking token: mixed character classes, not a placeholder."""
+    if not _not_placeholder(value):
+        return False
+    classes = _has_digit(value) + _has_upper(value) + _has_lower(value)
+    return classes >= 2 and not _LOWER_WORDS_RX.match(value)
+
+
+def _check_url_password(_key: bytes, value: bytes) -> bool:
+    low = value.lower()
+    if low in (b"password", b"pass", b"passwd", b"pwd", b"secret", b"x", b"xxx", b"***", b"****"):
+        return False
+    return _not_placeholder(value) or (len(value) >= 4 and not value.startswith((b"$", b"<", b"{", b"%")))
+
+
+def _check_sk(_key: bytes, value: bytes) -> bool:
+    return _has_digit(value) and _has_upper(value) and _has_lower(value)
+
+
+# --- rules ---------------------------------------------------------------------------
+# Each pattern has at most a few capturing groups; the first non-empty group is the
+# secret (what is redacted). Without groups the whole match is the secret. ``E`` is the
+# end of a token: a non-token character or the end of the text (RE2 has no lookahead).
+
+_E = r"(?:[^A-Za-z0-9_\-]|$)"
+_E64 = r"(?:[^A-Za-z0-9/+=]|$)"
+_KW = (r"(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|"
+       r"private[_-]?key|client[_-]?secret|credentials?|auth[_-]?token|secret[_-]?key)")
+_KW_UP = (r"(?:PASSWORD|PASSWD|PASSPHRASE|PWD|SECRET|TOKEN|API_?KEY|APIKEY|ACCESS_?KEY|AUTH_?KEY|PRIVATE_?KEY|"
+          r"CLIENT_?SECRET|CREDENTIALS?|AUTH_?TOKEN|SECRET_?KEY|PAT)")
+
+RULES: tuple[Rule, ...] = (
+    Rule("private_key", "PEM private key block (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP), also unterminated or with escaped newlines",
+         r"(?s)(-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:.,-]*))"),
+    Rule("aws_access_key_id", "AWS access key id (AKIA/ASIA/... + 16 base32 characters)",
+         r"\b((?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|AKPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16})" + _E),
+    Rule("aws_secret_access_key", "AWS secret access key (40 base64 characters after an aws_secret_access_key / SecretAccessKey name)",
+         r"(?i)(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?\s*(?:=|:|=>)\s*[\"']?([A-Za-z0-9/+]{40})" + _E64),
+    Rule("gcp_api_key", "Google/GCP API key (AIza + 35 characters)", r"\b(AIza[0-9A-Za-z_\-]{35})" + _E),
+    Rule("gcp_service_account", "GCP service-account JSON private_key_id",
+         r"\"private_key_id\"\s*:\s*\"([0-9a-f]{40})\""),
+    Rule("google_oauth", "Google OAuth access token (ya29.), refresh token (1//0), client secret (GOCSPX-)",
+         r"\b(ya29\.[0-9A-Za-z_\-]{20,}|1//0[0-9A-Za-z_\-]{30,}|GOCSPX-[0-9A-Za-z_\-]{20,})"),
+    Rule("azure_key", "Azure storage AccountKey / service-bus SharedAccessKey / key assignments in connection strings",
+         r"(?i)(?:AccountKey|SharedAccessKey|azure[_-]?(?:storage[_-]?)?(?:account[_-]?)?key)\s*[=:]\s*[\"']?([A-Za-z0-9+/]{30,}={0,2})"),
+    Rule("azure_sas_signature", "Azure SAS token signature (sig= in a URL query)",
+         r"[?&]sig=([A-Za-z0-9%+/=]{30,})"),
+    Rule("azure_client_secret", "Azure AD client secret (xxx8Q~...)",
+         r"(?:^|[^A-Za-z0-9_~.\-])([A-Za-z0-9_~.\-]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34})" + r"(?:[^A-Za-z0-9_~.\-]|$)"),
+    Rule("github_token", "GitHub token (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_)",
+         r"\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E),
+    Rule("gitlab_token", "GitLab token (glpat-, glptt-, gldt-, glrt-, ... and GR1348941 runner tokens)",
+         r"\b((?:glpat|glptt|gldt|glrt|glcbt|glsoat|glffct|glimt|glagent|gloas)-[A-Za-z0-9_\-]{20,}|GR1348941[A-Za-z0-9_\-]{20,})"),
+    Rule("slack_token", "Slack token (xoxb-, xoxp-, xoxa-, xoxo-, xoxs-, xoxr-, xoxe-, xapp-)",
+         r"\b(xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})"),
+    Rule("slack_webhook", "Slack incoming-webhook / workflow URL",
+         r"(https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+\-]{20,})"),
+    Rule("stripe_key", "Stripe secret/restricted/publishable key (sk_live_, rk_test_, ...) and webhook secret (whsec_)",
+         r"\b((?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})" + _E),
+    Rule("anthropic_key", "Anthropic API key (sk-ant-...)", r"\b(sk-ant-[A-Za-z0-9_\-]{20,})"),
+    Rule("openai_key", "OpenAI API key (sk-, sk-proj-, sk-svcacct-, sk-admin-)",
+         r"\b(sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,})", _check_sk),
+    Rule("npm_token", "npm access token (npm_) and .npmrc _authToken", r"\b(npm_[A-Za-z0-9]{36})" + _E
+         + r"|_auth(?:Token)?\s*=\s*[\"']?([^\s\"'$]{16,})"),
+    Rule("pypi_token", "PyPI API token (pypi-AgE...)", r"\b(pypi-[A-Za-z0-9_\-]{50,})"),
+    Rule("huggingface_token", "Hugging Face token (hf_)", r"\b(hf_[A-Za-z0-9]{30,})" + _E),
+    Rule("sendgrid_key", "SendGrid API key (SG.x.y)", r"\b(SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64})" + _E),
+    Rule("jwt", "JSON Web Token (eyJ... . eyJ... . signature)",
+         r"\b(eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})"),
+    Rule("db_connection_password", "password in a database URL (postgres, mysql, mariadb, mongodb(+srv), redis, amqp, mssql, ...)",
+         r"(?i)\b(?:jdbc:)?(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|"
+         r"cockroachdb|clickhouse|couchbase|neo4j(?:\+s)?)://[^\s:@/'\"`]*:([^\s@/'\"`]+)@", _check_url_password),
+    Rule("url_password", "password in any URL with credentials (scheme://user:pass@host)",
+         r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:@/'\"`<>]+:([^\s@/'\"`<>]+)@", _check_url_password),
+    Rule("bearer_token", "credentials in an Authorization header, or after Bearer",
+         r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?(?:bearer|token|basic|apikey|api-key)\s+([A-Za-z0-9._~+/\-]{8,}=*)"
+         r"|(?i)\bbearer\s+([A-Za-z0-9._~+/\-]{20,}=*)", _check_token),
+    Rule("secret_assignment", "password/secret/token/api_key assigned a literal in code, config, .env files or CLI flags",
+         # quoted value after a secret-ish name: password = "...", "apiKey": '...', token => "..."
+         r"(?i)\b[A-Za-z0-9_.\-]*?" + _KW + r"(?:[_\-]?(?:key|value|str|string|b64|base64))?[\"']?\s*(?:=|:|:=|=>)\s*"
+         r"(?:\"([^\"\s\\]{4,300})\"|'([^'\s\\]{4,300})')"
+         # env / shell: DB_PASSWORD=..., export GITHUB_TOKEN=...
+         r"|(?m)^[ \t]*(?:export[ \t]+|set[ \t]+)?[A-Z0-9_]*" + _KW_UP + r"(?:_(?:KEY|VALUE|BASE|B64|BASE64))?[ \t]*=[ \t]*([^\s\"'#;]{4,300})"
+         # YAML/INI unquoted: password: hunter2, api_key = abc
+         r"|(?im)^[ \t]*-?[ \t]*[A-Za-z0-9_.\-]*?" + _KW + r"(?:[_\-]?(?:key|value))?[ \t]*[:=][ \t]+([^\s\"'#,;{}\[\]()]{6,300})[ \t]*\r?$"
+         # command-line flags: --password=..., --token ..., curl -u user:pass
+         r"|(?i)--(?:password|passwd|token|api-key|apikey|secret|client-secret|auth-token)[= ]([^\s\"'\-$][^\s\"']{5,})"
+         r"|\bcurl\b[^\n]*?\s-u\s+[\"']?[^\s:\"']+:([^\s\"'@$]{4,})",
+         None),
+)
+
+# Per-group validators for the multi-form assignment rule (group index -> check).
+_ASSIGN_CHECKS = {1: _check_code_value, 2: _check_code_value, 3: _check_env_value, 4: _check_code_value,
+                  5: _check_env_value, 6: _check_env_value}
+
+_OPTS = re2.Options()
+_OPTS.max_mem = 64 << 20
+_COMPILED = [re2.compile(r.pattern.encode(), _OPTS) for r in RULES]
+_SET = re2.Set.SearchSet(_OPTS)
+for _r in RULES:
+    _SET.Add(_r.pattern.encode())
+_SET.Compile()
+RULE_INDEX = {r.name: i for i, r in enumerate(RULES)}
+
+# --- high entropy --------------------------------------------------------------------
+
+HIGH_ENTROPY = "high_entropy"
+MIN_ENTROPY_LEN = 20
+MAX_ENTROPY_LEN = 300
+_CAND = re2.compile(rb"[A-Za-z0-9+/_=\-]{20,}")
+_SKIP_PREFIX = (b"sha1-", b"sha224-", b"sha256-", b"sha384-", b"sha512-", b"md5-",
+                b"iVBORw0KGgo", b"/9j/", b"R0lGOD", b"UklGR", b"PHN2Zy", b"PD94bWwg", b"JVBERi0", b"AAAA")
+_SKIP_BEFORE = (b"base64,", b"h1:", b"sha256:", b"sha512:", b"sha1:", b"md5:", b"sha384:")
+_CLASS = bytes(
+    (1 if 65 <= c <= 90 else 2 if 97 <= c <= 122 else 3 if 48 <= c <= 57 else 4) for c in range(256)
+)
+
+
+def _entropy(s: bytes) -> float:
+    n = len(s)
+    return -sum((k / n) * math.log2(k / n) for k in Counter(s).values())
+
+
+def entropy_threshold(n: int) -> float:
+    """Minimum Shannon entropy (bits/char) for a run of length n to count as random.
+
+    A random base62/base64 run of n characters has an empirical entropy close to
+    log2(min(n, 62)); identifiers and words sit well below it. The threshold is 85% of
+    log2(n) up to 4.5 bits, so short tokens are not asked for more than they can carry.
+    """
+    return min(4.5, 0.85 * math.log2(max(n, 2)))
+
+
+def _class_switch_rate(s: bytes) -> float:
+    cls = s.translate(_CLASS)
+    switches = sum(1 for a, b in zip(cls, cls[1:]) if a != b)
+    return switches / max(1, len(s) - 1)
+
+
+def looks_random(tok: bytes) -> bool:
+    """Is this base64/base62-alphabet run a random secret rather than code or a hash?"""
+    core = tok.rstrip(b"=")
+    n = len(core)
+    if n < MIN_ENTROPY_LEN or n > MAX_ENTROPY_LEN:
+        return False
+    if not (_has_digit(core) and _has_upper(core) and _has_lower(core)):
+        return False  # hex digests, UUIDs, snake_case and CONSTANTS never qualify
+    if core.startswith(_SKIP_PREFIX):
+        return False
+    if _class_switch_rate(core) < 0.40:  # camelCase identifiers switch class every few chars
+        return False
+    if core.count(b"/") >= 3 or core.count(b"-") >= 4 or core.count(b"_") >= 4:
+        return False  # paths, slugs, long snake_case names
+    return _entropy(core) >= entropy_threshold(n)
+
+
+def _entropy_spans(b: bytes, taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out = []
+    for m in _CAND.finditer(b):
+        s, e = m.span()
+        tok = b[s:e]
+        if len(tok) > MAX_ENTROPY_LEN + 8:
+            continue
+        if s > 0 and b[max(0, s - 8):s].endswith(_SKIP_BEFORE):
+            continue
+        # a token that is part of a longer word with '.' or '%' (hostnames, URL-encoded) is fine
+        if looks_random(tok):
+            out.append((s, e))
+    return out
+
+
+# --- find / scrub --------------------------------------------------------------------
+
+
+def _rule_spans(b: bytes) -> list[tuple[int, int, int]]:
+    """(start, end, rule index) of every validated keyword-rule match, byte offsets."""
+    hits = _SET.Match(b)
+    if not hits:
+        return []
+    spans = []
+    for i in sorted(hits):
+        rule = RULES[i]
+        rx = _COMPILED[i]
+        for m in rx.finditer(b):
+            g = None
+            for gi in range(1, rx.groups + 1):
+                if m.start(gi) >= 0 and m.end(gi) > m.start(gi):
+                    g = gi
+                    break
+            if g is None:
+                s, e = m.span()
+            else:
+                s, e = m.span(g)
+            value = b[s:e]
+            check = _ASSIGN_CHECKS.get(g) if rule.name == "secret_assignment" else rule.check
+            if check is not None and not check(b"", value):
+                continue
+            spans.append((s, e, i))
+    return spans
+
+
+def _merge(spans: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Overlapping spans become one, named by the earliest rule in RULES (most specific)."""
+    spans.sort(key=lambda t: (t[0], -t[1]))
+    out: list[list[int]] = []
+    for s, e, i in spans:
+        if out and s < out[-1][1]:
+            last = out[-1]
+            last[1] = max(last[1], e)
+            last[2] = min(last[2], i)
+        else:
+            out.append([s, e, i])
+    return [tuple(x) for x in out]  # type: ignore[misc]
+
+
+def _find_bytes(b: bytes) -> list[tuple[int, int, str]]:
+    spans = _rule_spans(b)
+    ent = _entropy_spans(b, [])
+    all_spans = spans + [(s, e, len(RULES)) for s, e in ent]
+    names = [r.name for r in RULES] + [HIGH_ENTROPY]
+    return [(s, e, names[i]) for s, e, i in _merge(all_spans)]
+
+
+def find(text: str) -> list[Finding]:
+    """Every secret in ``text`` as (rule, start, end), character offsets, sorted, non-overlapping."""
+    if not text:
+        return []
+    b = text.encode("utf-8", "surrogatepass")
+    found = _find_bytes(b)
+    if not found:
+        return []
+    if len(b) == len(text):  # ASCII: byte offsets are character offsets
+        return [Finding(rule, s, e) for s, e, rule in found]
+    out = []
+    for s, e, rule in found:
+        cs = len(b[:s].decode("utf-8", "surrogatepass"))
+        ce = cs + len(b[s:e].decode("utf-8", "surrogatepass"))
+        out.append(Finding(rule, cs, ce))
+    return out
+
+
+def scrub(text: str) -> tuple[str, list[Finding]]:
+    """``text`` with every secret replaced by ``[REDACTED:<rule>]``, and the findings (spans in the input)."""
+    findings = find(text)
+    if not findings:
+        return text, findings
+    parts = []
+    pos = 0
+    for f in findings:
+        parts.append(text[pos:f.start])
+        parts.append(redaction(f.rule))
+        pos = f.end
+    parts.append(text[pos:])
+    return "".join(parts), findings

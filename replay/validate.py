@@ -1,0 +1,160 @@
+"""The fidelity check: the no-op replay must reproduce the usage the log recorded.
+
+Per session and overall: recorded vs simulated input total, cache reads, cache writes and
+cost, with relative errors. Three variants are measured and reported together:
+
+* ``calibrated`` (the default cache model every policy run uses): anchored token counts,
+  the system prefix warm where the log shows it was, and evictions the log shows replayed;
+* ``model_only``: the same without replaying observed evictions or later warm prefixes —
+  what the TTL/breakpoint model alone explains;
+* ``raw_bpe``: no anchoring — block sizes are the o200k BPE counts, only the overhead is
+  inferred — to show what anchoring buys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .arrays import Dataset, load_dataset
+from .engine import ReplayOptions, replay_session
+from .policies import build
+
+FIGURES = ("input_total", "cache_read", "cache_write", "cost")
+
+
+def _rel(sim: float, rec: float) -> float | None:
+    if rec == 0:
+        return 0.0 if sim == 0 else None
+    return (sim - rec) / rec
+
+
+def recorded_figures(ds: Dataset, opts: ReplayOptions) -> dict[str, dict[str, float]]:
+    out = {}
+    models = ds.vocab.models
+    for s in ds.sessions:
+        f = dict.fromkeys(FIGURES, 0.0)
+        f["requests_without_usage"] = 0
+        for st in s.streams:
+            for k in range(st.n_requests):
+                if not st.r_has_usage[k]:
+                    f["requests_without_usage"] += 1
+                u, w5, w1h, rd, o = st.r_uncached[k], st.r_w5[k], st.r_w1h[k], st.r_read[k], st.r_output[k]
+                f["input_total"] += u + w5 + w1h + rd
+                f["cache_read"] += rd
+                f["cache_write"] += w5 + w1h
+                f["cost"] += opts.prices.rates(models[st.r_model[k]]).cost(u, w5, w1h, rd, o)
+        out[s.session_key] = f
+    return out
+
+
+def _simulate(ds: Dataset, opts: ReplayOptions) -> dict[str, Any]:
+    policy = build("noop")
+    res = {}
+    for s in ds.sessions:
+        r = replay_session(s, ds.vocab, policy, opts)
+        f = r.figures
+        res[s.session_key] = ({"input_total": f["input_total"], "cache_read": f["cache_read"],
+                               "cache_write": f["cache_write_5m"] + f["cache_write_1h"], "cost": f["cost"]}, r.detail)
+    return res
+
+
+def _summarize(recorded: dict, simulated: dict) -> dict[str, Any]:
+    tot_r = dict.fromkeys(FIGURES, 0.0)
+    tot_s = dict.fromkeys(FIGURES, 0.0)
+    for key, rec in recorded.items():
+        sim = simulated[key][0]
+        for f in FIGURES:
+            tot_r[f] += rec[f]
+            tot_s[f] += sim[f]
+    return {"recorded": tot_r, "simulated": tot_s, "rel_error": {f: _rel(tot_s[f], tot_r[f]) for f in FIGURES}}
+
+
+# Per-session targets of the fidelity check (issue: input 1%, reads 1%, writes 5%, cost 2%).
+TARGETS = {"input_total": 0.01, "cache_read": 0.01, "cache_write": 0.05, "cost": 0.02}
+
+
+def validate(con, dataset: str, opts: ReplayOptions) -> dict[str, Any]:
+    ds = load_dataset(con, dataset)
+    raw = load_dataset(con, dataset, anchor=False)
+    recorded = recorded_figures(ds, opts)
+    detailed = replace(opts, detail=True)
+    calibrated = _simulate(ds, detailed)
+    model_only = _simulate(ds, replace(opts, cache=replace(opts.cache, observed_evictions="none")))
+    raw_bpe = _simulate(raw, opts)
+    agent = {s.session_key: s.agent for s in ds.sessions}
+    sessions = []
+    for s in ds.sessions:
+        rec = recorded[s.session_key]
+        sim = calibrated[s.session_key][0]
+        rel = {f: _rel(sim[f], rec[f]) for f in FIGURES}
+        within = all(rel[f] is not None and abs(rel[f]) <= TARGETS[f] for f in FIGURES)
+        sessions.append({
+            "session_id": s.session_key, "agent": agent[s.session_key], "requests": s.n_requests,
+            "requests_without_usage": int(rec["requests_without_usage"]),
+            "recorded": {f: rec[f] for f in FIGURES}, "simulated": sim, "rel_error": rel,
+            "rel_error_model_only": {f: _rel(model_only[s.session_key][0][f], rec[f]) for f in FIGURES},
+            "rel_error_raw_bpe": {f: _rel(raw_bpe[s.session_key][0][f], rec[f]) for f in FIGURES},
+            "within_targets": within,
+            "residual_requests": sum(st.negative_deltas for st in s.streams),
+        })
+    overall = _summarize(recorded, calibrated)
+    overall["sessions"] = len(sessions)
+    overall["sessions_within_targets"] = sum(1 for x in sessions if x["within_targets"])
+    overall["requests"] = ds.n_requests
+    overall["requests_with_residual"] = sum(x["residual_requests"] for x in sessions)
+    overall["requests_without_usage"] = sum(x["requests_without_usage"] for x in sessions)
+    return {
+        "dataset": dataset,
+        "targets": TARGETS,
+        "cache_config": opts.cache.as_dict(),
+        "prices": opts.prices.describe(),
+        "sessions": sessions,
+        "overall": overall,
+        "variants": {
+            "calibrated": overall["rel_error"],
+            "model_only": _summarize(recorded, model_only)["rel_error"],
+            "raw_bpe": _summarize(recorded, raw_bpe)["rel_error"],
+        },
+        "_detail": {k: v[1] for k, v in calibrated.items()},
+        "_dataset": ds,
+    }
+
+
+def plot_worst(report: dict[str, Any], out: Path, n: int = 4) -> Path:
+    """Simulated vs recorded cache reads per request for the ``n`` sessions with the worst cost error."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ds: Dataset = report["_dataset"]
+    by_key = {s.session_key: s for s in ds.sessions}
+    worst = sorted(report["sessions"], key=lambda x: -abs(x["rel_error"]["cost"] or 0))[:n]
+    fig, axes = plt.subplots(len(worst), 1, figsize=(9, 2.6 * max(1, len(worst))), squeeze=False)
+    for ax, w in zip(axes[:, 0], worst):
+        s = by_key[w["session_id"]]
+        d = report["_detail"][w["session_id"]]
+        rec = [st.r_read[k] for st in s.streams for k in range(st.n_requests)]
+        x = range(len(rec))
+        ax.plot(x, [v / 1000 for v in rec], color="#0072B2", lw=1.6, label="recorded")
+        ax.plot(x, [v / 1000 for v in d["cache_read"]], color="#E69F00", lw=1.0, ls="--", label="simulated (no-op)")
+        err = w["rel_error"]
+        ax.set_title(f"session {w['session_id'][:10]} ({w['agent']}): cost error {err['cost']:+.1%}, "
+                     f"writes {err['cache_write']:+.1%}", fontsize=9)
+        ax.set_ylabel("cache read (k tokens)")
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("request (all streams, in order)")
+    axes[0, 0].legend(loc="upper left", fontsize=8)
+    fig.suptitle(f"Fidelity: cache reads per request, {len(worst)} worst sessions by cost error", fontsize=11)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def public(report: dict[str, Any]) -> dict[str, Any]:
+    """The JSON-serializable part of a report."""
+    return {k: v for k, v in report.items() if not k.startswith("_")}
