@@ -262,8 +262,11 @@ def eviction_positions(tokens: np.ndarray, overhead: dict[int, float], r: dict[s
         hi = int(r["r_pos"][k])
         # largest p in [s0, hi] with ov + sum(tokens[s0:p]) <= read + tol
         limit = read + tol - ov - residual[k] + csum[s0]
-        p = int(np.searchsorted(csum[s0:hi + 1], limit, side="right")) - 1 + s0
-        out[k] = max(p, s0)
+        p = max(int(np.searchsorted(csum[s0:hi + 1], limit, side="right")) - 1 + s0, s0)
+        prev_same = k > 0 and r["r_partition"][k - 1] == r["r_partition"][k]
+        if prev_same and p >= int(r["r_pos"][k - 1]):
+            continue  # the read covers everything earlier requests wrote: nothing to evict
+        out[k] = p
     return out
 
 

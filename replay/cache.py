@@ -68,10 +68,11 @@ class CacheConfig:
 class StreamCache:
     """Cache state of one stream. ``request`` returns (read, written, uncached, bust_tokens)."""
 
-    __slots__ = ("cfg", "entries", "lookback", "system_bp", "enabled")
+    __slots__ = ("cfg", "entries", "lookback", "system_bp", "enabled", "keep_dominated")
 
-    def __init__(self, cfg: CacheConfig):
+    def __init__(self, cfg: CacheConfig, keep_dominated: bool = True):
         self.cfg = cfg
+        self.keep_dominated = keep_dominated
         # entry: [model, partition, boundary_pos, tokens, expiry_ms, ttl_ms]
         self.entries: list[list] = []
         self.lookback = cfg.lookback_blocks if cfg.lookback_blocks is not None else 1 << 40
@@ -148,7 +149,12 @@ class StreamCache:
         if cacheable >= min_cacheable:
             written = cacheable - read
             if written > 0:
-                self.entries.append([model, part, pos, cacheable, t + ttl_ms, ttl_ms])
+                exp = t + ttl_ms
+                if not self.keep_dominated:
+                    # without retroactive edits, an entry this one extends and outlives can never win
+                    self.entries = [e for e in self.entries
+                                    if e[0] != model or e[1] != part or e[2] > pos or e[4] > exp]
+                self.entries.append([model, part, pos, cacheable, exp, ttl_ms])
             unc = uncached
         else:
             written = 0.0
@@ -165,6 +171,6 @@ class StreamCache:
                     break
             else:
                 self.entries.append([model, SYS, 0, overhead, t + ttl_ms, ttl_ms])
-        if len(self.entries) > 64:
+        if len(self.entries) > 12:
             self.entries = [e for e in self.entries if e[4] >= t]
         return read, written, unc, bust

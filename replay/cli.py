@@ -32,9 +32,13 @@ def _fail(msg: str, code: int = 1) -> None:
 
 def _open(db: Path, read_only: bool = True):
     try:
-        return store.connect(db, read_only=read_only)
+        con = store.connect(db, read_only=read_only)
     except store.StoreError as e:
         _fail(str(e))
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(con.close)  # in-process callers (tests, notebooks) reopen the file
+    return con
 
 
 def _fmt_ts(ms: int | None) -> str:

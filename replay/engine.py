@@ -55,11 +55,12 @@ def _stream_ttls(st: Stream, cfg: CacheConfig) -> list[int]:
 def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions, figs: dict[str, float],
                   detail: dict[str, list] | None) -> None:
     cfg = opts.cache
-    cache = StreamCache(cfg)
-    ctx = Context(st, vocab, figs)
-    policy.start_stream(ctx)
     insert = type(policy).insert_time()
     retro = type(policy).retroactive()
+    # Without retroactive edits a longer entry always dominates the shorter ones it extends.
+    cache = StreamCache(cfg, keep_dominated=retro)
+    ctx = Context(st, vocab, figs)
+    policy.start_stream(ctx)
     eff = ctx.eff
     partition = st.partition
     ttls = _stream_ttls(st, cfg)
@@ -70,20 +71,25 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
     n_blocks = st.n_blocks
     residual = st.r_residual or [0.0] * st.n_requests
     evictions = cfg.observed_evictions == "log" and bool(st.r_evict)
-    warm_always = evictions
+    warm_log = cfg.warm_start == "log"
     evict = st.r_evict
+    r_pos, r_part, r_model, r_ts = st.r_pos, st.r_partition, st.r_model, st.r_ts
+    r_unc, r_read, r_out = st.r_uncached, st.r_read, st.r_output
+    ttl_1h = TTL_MS["1h"]
     j = 0
     cur_part = partition[0] if n_blocks else 0
-    ctx.running = 0.0
+    running = 0.0
     delivered = 0.0
     first = True
+    n_req = 0
+    s_total = s_unc = s_read = s_w5 = s_w1h = s_out = s_cost = s_busts = s_bust_tokens = 0.0
     for k in range(st.n_requests):
-        pos = st.r_pos[k]
-        part = st.r_partition[k]
+        pos = r_pos[k]
+        part = r_part[k]
         while j < pos and j < n_blocks:
             if partition[j] != cur_part:
                 cur_part = partition[j]
-                ctx.running = 0.0
+                running = 0.0
                 policy.on_compaction(ctx, j)
             size = eff[j]
             if insert:
@@ -93,31 +99,37 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
                     figs["blocks_changed"] += 1
                     figs["tokens_saved"] += size - new
                     size = new
-            ctx.running += size
+            running += size
             delivered += size
             j += 1
         if part != cur_part:
             # a compaction boundary right before the request, with no block after it yet
             cur_part = part
-            ctx.running = 0.0
+            running = 0.0
             policy.on_compaction(ctx, pos)
-        ctx.k = k
-        ctx.changed_from = None
+        changed_from = None
         if retro:
+            ctx.k = k
+            ctx.running = running
+            ctx.changed_from = None
             policy.before_request(ctx, k)
-        model = st.r_model[k]
-        t = st.r_ts[k]
+            running = ctx.running
+            changed_from = ctx.changed_from
+        model = r_model[k]
+        t = r_ts[k]
         overhead = overheads.get(model, default_overhead)
-        total = max(0.0, overhead + ctx.running + residual[k])
-        unc_rec = st.r_uncached[k]
-        rr = st.r_read[k]
-        if first or (warm_always and rr > 0):
+        total = overhead + running + residual[k]
+        if total < 0.0:
+            total = 0.0
+        unc_rec = r_unc[k]
+        rr = r_read[k]
+        event = evictions and evict[k] < pos
+        if warm_log and rr > 0 and (first or evictions):
             # a prefix the log says was cached although this stream did not write it: the
             # agent's system prompt kept warm by other sessions of the same account
-            if cfg.warm_start == "log" and rr > 0:
-                cache.warm(model, min(float(rr), total - unc_rec, overhead), t, ttls[k])
-            first = False
-        if evictions and evict[k] < pos:
+            cache.warm(model, min(float(rr), total - unc_rec, overhead), t, ttls[k])
+        first = False
+        if event:
             e = evict[k]
             if e >= 0:
                 s0 = st.part_start.get(part, 0)
@@ -126,25 +138,25 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
                 prefix = 0.0
             cache.evict(model, part, e, rr + max(64.0, EVICT_TOLERANCE * rr), prefix)
         read, written, uncached, bust = cache.request(
-            model, part, pos, t, total, min(unc_rec, total), overhead, ttls[k], min_c[model], ctx.changed_from)
-        if ttls[k] == TTL_MS["1h"]:
+            model, part, pos, t, total, unc_rec if unc_rec < total else total, overhead, ttls[k], min_c[model],
+            changed_from)
+        if ttls[k] == ttl_1h:
             w5, w1h = 0.0, written
         else:
             w5, w1h = written, 0.0
-        out = st.r_output[k]
+        out = r_out[k]
         cost = rates[model].cost(uncached, w5, w1h, read, out)
-        figs["requests"] += 1
-        figs["input_total"] += total
-        figs["uncached"] += uncached
-        figs["cache_read"] += read
-        figs["cache_write_5m"] += w5
-        figs["cache_write_1h"] += w1h
-        figs["output"] += out
-        figs["cost"] += cost
-        figs["context_tokens"] += total
+        n_req += 1
+        s_total += total
+        s_unc += uncached
+        s_read += read
+        s_w5 += w5
+        s_w1h += w1h
+        s_out += out
+        s_cost += cost
         if bust > 0:
-            figs["busts"] += 1
-            figs["bust_tokens"] += bust
+            s_busts += 1
+            s_bust_tokens += bust
         if detail is not None:
             detail["stream_id"].append(st.stream_id)
             detail["req_idx"].append(k)
@@ -157,6 +169,17 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
             size = policy.on_append(ctx, j, size)
         delivered += size
         j += 1
+    figs["requests"] += n_req
+    figs["input_total"] += s_total
+    figs["context_tokens"] += s_total
+    figs["uncached"] += s_unc
+    figs["cache_read"] += s_read
+    figs["cache_write_5m"] += s_w5
+    figs["cache_write_1h"] += s_w1h
+    figs["output"] += s_out
+    figs["cost"] += s_cost
+    figs["busts"] += s_busts
+    figs["bust_tokens"] += s_bust_tokens
     figs["tokens_delivered"] += delivered
 
 
