@@ -411,10 +411,17 @@ def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, pri
 
     for s in pub["sessions"]:
         e = s["rel_error"]
-        t.add_row(s["session_id"][:12], s["agent"], str(s["requests"]), *(pct(e[f], f) for f in TARGETS),
-                  "yes" if s["within_targets"] else "[red]no[/]")
+        ok = "no usage" if s["within_targets"] is None else "yes" if s["within_targets"] else "[red]no[/]"
+        t.add_row(s["session_id"][:12], s["agent"], str(s["requests"]), *(pct(e[f], f) for f in TARGETS), ok)
     out.print(t)
     o = pub["overall"]
+    if o["sessions_without_usage"]:
+        out.print(f"{o['sessions_without_usage']} session(s) record no input usage (replayed on BPE counts, "
+                  "not validated)")
+    for agent, a in o["by_agent"].items():
+        if a["sessions"]:
+            out.print(f"  {agent}: {a['within_targets']}/{a['sessions']} within targets; " + ", ".join(
+                f"{f} {v:+.2%}" for f, v in a["rel_error"].items() if v is not None))
     out.print(f"{o['sessions_within_targets']}/{o['sessions']} sessions within targets "
               f"(input {TARGETS['input_total']:.0%}, reads {TARGETS['cache_read']:.0%}, "
               f"writes {TARGETS['cache_write']:.0%}, cost {TARGETS['cost']:.0%})")

@@ -10,12 +10,31 @@ from pathlib import Path
 
 from . import store
 from .keys import Keyring, load_or_create_master_key
-from .readers import claude_code
+import orjson
+
+from .readers import claude_code, codex, copilot, gemini
 from .readers.base import FileError, ReadReport
 from .tokens import COUNTER
 
 LOG_SUFFIXES = (".jsonl", ".json")
 SKIP_NAMES = frozenset({"MANIFEST.json", "package.json", "package-lock.json", "tsconfig.json"})
+SNIFFED_READERS = (codex, copilot, gemini)  # tried in this order; Claude Code is the fallback
+
+
+def reader_for(data: bytes):
+    """The reader module for a log, from its first 50 lines (JSON arrays are Claude Stop-hook dumps)."""
+    head = []
+    for i, raw in enumerate(data.split(b"\n", 50)[:50], 1):
+        try:
+            rec = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(rec, dict):
+            head.append((i, rec))
+    for mod in SNIFFED_READERS:
+        if mod.sniff(head):
+            return mod
+    return claude_code
 
 
 @dataclass
@@ -188,8 +207,9 @@ def _read_unit(
         summary.duplicates += 1
         return None
     report = ReadReport()
+    reader = reader_for(data)
     try:
-        trace = claude_code.read_session(
+        trace = reader.read_session(
             unit.main, keys, dataset, file_key, report, subagent_files=[p for p, _ in subs], data=data
         )
     except FileError as e:
@@ -201,6 +221,6 @@ def _read_unit(
         return None
     summary.report.merge(report)
     return store.PendingFile(
-        trace, dataset, file_key, latest + 1, content_hash, len(blob), len(subs), claude_code.AGENT,
+        trace, dataset, file_key, latest + 1, content_hash, len(blob), len(subs), reader.AGENT,
         dict(report.skipped),
     )

@@ -60,10 +60,12 @@ def _simulate(ds: Dataset, opts: ReplayOptions) -> dict[str, Any]:
     return res
 
 
-def _summarize(recorded: dict, simulated: dict) -> dict[str, Any]:
+def _summarize(recorded: dict, simulated: dict, keys: set[str] | None = None) -> dict[str, Any]:
     tot_r = dict.fromkeys(FIGURES, 0.0)
     tot_s = dict.fromkeys(FIGURES, 0.0)
     for key, rec in recorded.items():
+        if keys is not None and key not in keys:
+            continue
         sim = simulated[key][0]
         for f in FIGURES:
             tot_r[f] += rec[f]
@@ -89,7 +91,8 @@ def validate(con, dataset: str, opts: ReplayOptions) -> dict[str, Any]:
         rec = recorded[s.session_key]
         sim = calibrated[s.session_key][0]
         rel = {f: _rel(sim[f], rec[f]) for f in FIGURES}
-        within = all(rel[f] is not None and abs(rel[f]) <= TARGETS[f] for f in FIGURES)
+        no_usage = rec["requests_without_usage"] >= s.n_requests
+        within = None if no_usage else all(rel[f] is not None and abs(rel[f]) <= TARGETS[f] for f in FIGURES)
         sessions.append({
             "session_id": s.session_key, "agent": agent[s.session_key], "requests": s.n_requests,
             "requests_without_usage": int(rec["requests_without_usage"]),
@@ -97,11 +100,26 @@ def validate(con, dataset: str, opts: ReplayOptions) -> dict[str, Any]:
             "rel_error_model_only": {f: _rel(model_only[s.session_key][0][f], rec[f]) for f in FIGURES},
             "rel_error_raw_bpe": {f: _rel(raw_bpe[s.session_key][0][f], rec[f]) for f in FIGURES},
             "within_targets": within,
+            "usage_recorded": not no_usage,
             "residual_requests": sum(st.negative_deltas for st in s.streams),
         })
-    overall = _summarize(recorded, calibrated)
-    overall["sessions"] = len(sessions)
+    # Sessions whose log records no input usage (some agents log output tokens only) replay on
+    # BPE counts; they cannot be validated and are left out of the corpus-wide figures.
+    checked = {x["session_id"] for x in sessions if x["usage_recorded"]}
+    overall = _summarize(recorded, calibrated, checked)
+    overall["sessions"] = len(checked)
+    overall["sessions_without_usage"] = len(sessions) - len(checked)
     overall["sessions_within_targets"] = sum(1 for x in sessions if x["within_targets"])
+    by_agent = {}
+    for a in sorted({x["agent"] for x in sessions}):
+        keys = {x["session_id"] for x in sessions if x["agent"] == a and x["usage_recorded"]}
+        if keys:
+            summ = _summarize(recorded, calibrated, keys)
+            by_agent[a] = {"sessions": len(keys), "rel_error": summ["rel_error"],
+                           "within_targets": sum(1 for x in sessions if x["session_id"] in keys and x["within_targets"])}
+        else:
+            by_agent[a] = {"sessions": 0, "note": "no input usage recorded: replayed on BPE counts, not validated"}
+    overall["by_agent"] = by_agent
     overall["requests"] = ds.n_requests
     overall["requests_with_residual"] = sum(x["residual_requests"] for x in sessions)
     overall["requests_without_usage"] = sum(x["requests_without_usage"] for x in sessions)
@@ -114,8 +132,8 @@ def validate(con, dataset: str, opts: ReplayOptions) -> dict[str, Any]:
         "overall": overall,
         "variants": {
             "calibrated": overall["rel_error"],
-            "model_only": _summarize(recorded, model_only)["rel_error"],
-            "raw_bpe": _summarize(recorded, raw_bpe)["rel_error"],
+            "model_only": _summarize(recorded, model_only, checked)["rel_error"],
+            "raw_bpe": _summarize(recorded, raw_bpe, checked)["rel_error"],
         },
         "_detail": {k: v[1] for k, v in calibrated.items()},
         "_dataset": ds,
@@ -131,7 +149,8 @@ def plot_worst(report: dict[str, Any], out: Path, n: int = 4) -> Path:
 
     ds: Dataset = report["_dataset"]
     by_key = {s.session_key: s for s in ds.sessions}
-    worst = sorted(report["sessions"], key=lambda x: -abs(x["rel_error"]["cost"] or 0))[:n]
+    checked = [x for x in report["sessions"] if x["usage_recorded"] and x["rel_error"]["cost"] is not None]
+    worst = sorted(checked, key=lambda x: -abs(x["rel_error"]["cost"]))[:n]
     fig, axes = plt.subplots(len(worst), 1, figsize=(9, 2.6 * max(1, len(worst))), squeeze=False)
     for ax, w in zip(axes[:, 0], worst):
         s = by_key[w["session_id"]]
@@ -140,9 +159,9 @@ def plot_worst(report: dict[str, Any], out: Path, n: int = 4) -> Path:
         x = range(len(rec))
         ax.plot(x, [v / 1000 for v in rec], color="#0072B2", lw=1.6, label="recorded")
         ax.plot(x, [v / 1000 for v in d["cache_read"]], color="#E69F00", lw=1.0, ls="--", label="simulated (no-op)")
-        err = w["rel_error"]
-        ax.set_title(f"session {w['session_id'][:10]} ({w['agent']}): cost error {err['cost']:+.1%}, "
-                     f"writes {err['cache_write']:+.1%}", fontsize=9)
+        err = {f: ("n/a" if v is None else f"{v:+.1%}") for f, v in w["rel_error"].items()}
+        ax.set_title(f"session {w['session_id'][:10]} ({w['agent']}): cost error {err['cost']}, "
+                     f"writes {err['cache_write']}", fontsize=9)
         ax.set_ylabel("cache read (k tokens)")
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("request (all streams, in order)")
