@@ -261,13 +261,16 @@ def policies(as_json: bool) -> None:
     for name, cls in sorted(REGISTRY.items()):
         params = [{"name": f.name, "type": str(f.type), "default": f.default if f.default is not dataclasses.MISSING
                    else None} for f in cls.param_fields()]
+        composite = name == "pipeline"
         rows.append({"name": name, "source": cls.source, "summary": cls.summary,
-                     "insert_time": cls.insert_time(), "retroactive": cls.retroactive(), "params": params})
+                     "insert_time": None if composite else cls.insert_time(),
+                     "retroactive": None if composite else cls.retroactive(), "params": params})
     if as_json:
         click.echo(json.dumps(rows, indent=2, default=str))
         return
     for r in rows:
-        mode = "insert-time" if r["insert_time"] else "retroactive" if r["retroactive"] else "baseline"
+        mode = ("composite" if r["insert_time"] is None else "insert-time" if r["insert_time"]
+                else "retroactive" if r["retroactive"] else "baseline")
         out.print(f"[bold cyan]{r['name']}[/] ({mode}) — {r['summary']}")
         out.print(f"  source: {r['source']}")
         for p in r["params"]:
@@ -363,6 +366,45 @@ def runs_cmd(db, dataset, as_json):
         t.add_row(r["run_id"], r["policy"], json.dumps(r["params"])[:40], r["dataset"], r["status"],
                   str(r["n_sessions"] or "-"), r["started_at"].strftime("%Y-%m-%d %H:%M:%S"), (r["git_sha"] or "")[:10])
     out.print(t)
+
+
+@main.command()
+@DB_OPTION
+@click.option("--dataset", default=None, help="Only runs of this dataset.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per run).")
+def compare(db, dataset, as_json):
+    """Compare finished runs: tokens, cost, cache hit rate, busts and risk figures, with
+    deltas vs the no-op baseline run of the same dataset and cache settings, and the
+    baseline's own fidelity against the recorded bill."""
+    from analysis.compare import compare as run_compare
+
+    con = _open(db)
+    rows = run_compare(con, dataset)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, default=_json_default))
+        return
+    if not rows:
+        out.print(f"no finished runs in {db}; run `ctxreplay replay --db {db} --policy noop` first")
+        return
+    t = Table("run", "policy", "params", "tokens delivered", "context tokens", "cost $", "saved", "hit rate",
+              "busts", "hints", "dangling", "stale", "re-read")
+    for r in rows:
+        f = r["figures"]
+        saved = r.get("saved_pct") or {}
+        t.add_row(r["run_id"], r["policy"], json.dumps(r["params"])[:30], f"{f['tokens_delivered']:,.0f}",
+                  f"{f['context_tokens']:,.0f}", f"{f['cost']:,.2f}",
+                  "-" if saved.get("cost") is None else f"{saved['cost']:+.1%}",
+                  "-" if f["hit_rate"] is None else f"{f['hit_rate']:.1%}", f"{f['busts']:.0f}", f"{f['hints']:.0f}",
+                  f"{f['dangling_refs']:.0f}", f"{f['stale_refs']:.0f}", f"{f['trimmed_reread']:.0f}")
+    out.print(t)
+    seen = set()
+    for r in rows:
+        fid = r["baseline_fidelity"]
+        if fid and r["baseline_run"] not in seen and fid["cost_rel_error"] is not None:
+            seen.add(r["baseline_run"])
+            out.print(f"baseline {r['baseline_run']} ({r['dataset']}): simulated ${fid['baseline_cost']:,.2f} vs "
+                      f"recorded ${fid['recorded_cost']:,.2f} ({fid['cost_rel_error']:+.2%}); savings are measured "
+                      "against the baseline")
 
 
 @main.command()

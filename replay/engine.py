@@ -55,8 +55,8 @@ def _stream_ttls(st: Stream, cfg: CacheConfig) -> list[int]:
 def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions, figs: dict[str, float],
                   detail: dict[str, list] | None) -> None:
     cfg = opts.cache
-    insert = type(policy).insert_time()
-    retro = type(policy).retroactive()
+    insert = policy.insert_time()
+    retro = policy.retroactive()
     # Without retroactive edits a longer entry always dominates the shorter ones it extends.
     cache = StreamCache(cfg, keep_dominated=retro)
     ctx = Context(st, vocab, figs)

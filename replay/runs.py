@@ -56,6 +56,9 @@ def finish_run(con, run_id: str, results: list[SessionResult]) -> None:
     sess = {"run_id": [run_id] * len(results), "session_key": [r.session_key for r in results]}
     for f in SESSION_FIGURES:
         sess[f] = [float(r.figures[f]) for r in results]
+    # figures beyond the fixed columns (pipeline steps, compaction reports) go to a JSON column
+    sess["extra"] = [json.dumps({k: v for k, v in r.figures.items() if k not in SESSION_FIGURES}) or "{}"
+                     for r in results]
     detail: dict[str, list] = {c: [] for c in ("run_id", "session_key", "stream_id", "req_idx", *REQUEST_FIGURES)}
     for r in results:
         if r.detail is None:

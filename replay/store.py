@@ -173,6 +173,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        3,
+        "per-step and policy-specific figures",
+        """
+        ALTER TABLE run_sessions ADD COLUMN extra JSON;
+        """,
+    ),
 ]
 
 _TYPES = {

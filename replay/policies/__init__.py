@@ -6,9 +6,11 @@ from typing import Any
 
 from .base import Context, ParamError, Policy, did_you_mean
 from .noop import Noop
+from .pipeline import Pipeline
 
 REGISTRY: dict[str, type[Policy]] = {
     Noop.name: Noop,
+    Pipeline.name: Pipeline,
 }
 
 
