@@ -19,6 +19,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 SYS = -1  # partition key of the system+tools prefix entry
+OPENAI_MIN = 1024  # OpenAI caches prompts from 1,024 tokens ...
+OPENAI_STEP = 128  # ... in 128-token increments
+OPENAI_RETENTION_MS = 10 * 60 * 1000  # in-memory retention: 5-10 minutes of inactivity
 TTL_MS = {"5m": 5 * 60 * 1000, "1h": 60 * 60 * 1000}
 BREAKPOINTS = ("claude-code", "last-message", "none")
 TTLS = ("log", "5m", "1h")
@@ -123,6 +126,36 @@ class StreamCache:
         if cut_expiry is not None and pos >= 0:
             kept.append([model, part, pos, prefix_tokens, cut_expiry, cut_ttl])
         self.entries = kept
+
+    def request_auto(self, model: int, part: int, pos: int, t: int, total: float, ttl_ms: int,
+                     changed_from: int | None) -> tuple[float, float, float, float]:
+        """OpenAI-style automatic caching: the whole prompt is cached (no write charge); a later
+        request reads the longest cached prefix, counted from 1,024 tokens in 128-token steps."""
+        bust = 0.0
+        if changed_from is not None:
+            before = self._best(model, part, pos, t, float("inf"))
+            self.entries = [e for e in self.entries if e[1] != part or e[2] <= changed_from]
+            after = self._best(model, part, pos, t, float("inf"))
+            b0 = min(before[3], total) if before is not None else 0.0
+            b1 = min(after[3], total) if after is not None else 0.0
+            bust = max(0.0, b0 - b1)
+            best = after
+        else:
+            best = self._best(model, part, pos, t, float("inf"))
+        read = 0.0
+        if best is not None:
+            match = min(best[3], total)
+            if match >= OPENAI_MIN:
+                read = OPENAI_MIN + OPENAI_STEP * ((match - OPENAI_MIN) // OPENAI_STEP)
+            best[4] = t + best[5]
+        if total >= OPENAI_MIN:
+            exp = t + ttl_ms
+            if not self.keep_dominated:
+                self.entries = [e for e in self.entries if e[0] != model or e[1] != part or e[2] > pos or e[4] > exp]
+            self.entries.append([model, part, pos, total, exp, ttl_ms])
+        if len(self.entries) > 12:
+            self.entries = [e for e in self.entries if e[4] >= t]
+        return read, 0.0, total - read, bust
 
     def request(self, model: int, part: int, pos: int, t: int, total: float, uncached: float,
                 overhead: float, ttl_ms: int, min_cacheable: int, changed_from: int | None

@@ -76,7 +76,7 @@ def min_cacheable_for(model: str) -> int:
     return 1024
 
 
-def _provider(model: str) -> str | None:
+def provider_of(model: str) -> str | None:
     m = model.lower()
     if "claude" in m:
         return "anthropic"
@@ -157,7 +157,7 @@ class PriceTable:
         try:
             from genai_prices import Usage, calc_price
 
-            calc = calc_price(Usage(input_tokens=1), model, provider_id=_provider(model),
+            calc = calc_price(Usage(input_tokens=1), model, provider_id=provider_of(model),
                               genai_request_timestamp=self._when)
         except Exception as e:
             raise PriceError(

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .arrays import EVICT_TOLERANCE, Dataset, Session, Stream, Vocab
-from .cache import TTL_MS, CacheConfig, StreamCache
-from .costs import PriceTable
+from .cache import OPENAI_RETENTION_MS, TTL_MS, CacheConfig, StreamCache
+from .costs import PriceTable, provider_of
 from .policies.base import METRICS, Context, Policy
 
 SESSION_FIGURES = (
@@ -66,6 +66,7 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
     ttls = _stream_ttls(st, cfg)
     rates = [opts.prices.rates(m) for m in vocab.models]
     min_c = [cfg.min_cacheable if cfg.min_cacheable is not None else r.min_cacheable for r in rates]
+    auto = [provider_of(m) == "openai" for m in vocab.models]
     overheads = {m: policy.overhead(ctx, o) for m, o in st.overhead.items()}
     default_overhead = max(overheads.values()) if overheads else 0.0
     n_blocks = st.n_blocks
@@ -137,9 +138,13 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
             else:
                 prefix = 0.0
             cache.evict(model, part, e, rr + max(64.0, EVICT_TOLERANCE * rr), prefix)
-        read, written, uncached, bust = cache.request(
-            model, part, pos, t, total, unc_rec if unc_rec < total else total, overhead, ttls[k], min_c[model],
-            changed_from)
+        if auto[model]:
+            read, written, uncached, bust = cache.request_auto(
+                model, part, pos, t, total, ttls[k] if cfg.ttl != "log" else OPENAI_RETENTION_MS, changed_from)
+        else:
+            read, written, uncached, bust = cache.request(
+                model, part, pos, t, total, unc_rec if unc_rec < total else total, overhead, ttls[k], min_c[model],
+                changed_from)
         if ttls[k] == ttl_1h:
             w5, w1h = 0.0, written
         else:

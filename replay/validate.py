@@ -40,6 +40,7 @@ def recorded_figures(ds: Dataset, opts: ReplayOptions) -> dict[str, dict[str, fl
             for k in range(st.n_requests):
                 if not st.r_has_usage[k]:
                     f["requests_without_usage"] += 1
+                    continue
                 u, w5, w1h, rd, o = st.r_uncached[k], st.r_w5[k], st.r_w1h[k], st.r_read[k], st.r_output[k]
                 f["input_total"] += u + w5 + w1h + rd
                 f["cache_read"] += rd
@@ -50,13 +51,25 @@ def recorded_figures(ds: Dataset, opts: ReplayOptions) -> dict[str, dict[str, fl
 
 
 def _simulate(ds: Dataset, opts: ReplayOptions) -> dict[str, Any]:
+    """No-op figures per session, over the requests whose log records usage (the others
+    cannot be compared; a session without any usage is summed whole and not validated)."""
     policy = build("noop")
+    opts = replace(opts, detail=True)
     res = {}
     for s in ds.sessions:
         r = replay_session(s, ds.vocab, policy, opts)
-        f = r.figures
-        res[s.session_key] = ({"input_total": f["input_total"], "cache_read": f["cache_read"],
-                               "cache_write": f["cache_write_5m"] + f["cache_write_1h"], "cost": f["cost"]}, r.detail)
+        d = r.detail
+        has = [st.r_has_usage[k] for st in s.streams for k in range(st.n_requests)]
+        if not any(has):
+            has = [True] * len(has)
+        f = {"input_total": 0.0, "cache_read": 0.0, "cache_write": 0.0, "cost": 0.0}
+        for i, ok in enumerate(has):
+            if ok:
+                f["input_total"] += d["input_total"][i]
+                f["cache_read"] += d["cache_read"][i]
+                f["cache_write"] += d["cache_write_5m"][i] + d["cache_write_1h"][i]
+                f["cost"] += d["cost"][i]
+        res[s.session_key] = (f, d)
     return res
 
 
@@ -81,8 +94,7 @@ def validate(con, dataset: str, opts: ReplayOptions) -> dict[str, Any]:
     ds = load_dataset(con, dataset)
     raw = load_dataset(con, dataset, anchor=False)
     recorded = recorded_figures(ds, opts)
-    detailed = replace(opts, detail=True)
-    calibrated = _simulate(ds, detailed)
+    calibrated = _simulate(ds, opts)
     model_only = _simulate(ds, replace(opts, cache=replace(opts.cache, observed_evictions="none")))
     raw_bpe = _simulate(raw, opts)
     agent = {s.session_key: s.agent for s in ds.sessions}

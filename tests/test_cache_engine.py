@@ -149,3 +149,22 @@ def test_lookback_limit_makes_old_entries_unreachable():
 def test_unknown_cache_setting_is_rejected():
     with pytest.raises(ValueError, match="allowed"):
         CacheConfig(ttl="10m")
+
+
+def test_openai_automatic_caching_in_128_token_steps():
+    prices = PriceTable(overrides={"gpt-5": {"input": 1.25, "cache_write_5m": 1.25, "cache_write_1h": 1.25,
+                                              "cache_read": 0.125, "output": 10}})
+    b = TraceBuilder(overhead=1000, models=("gpt-5",))
+    b.block(500, "user_text")
+    b.request(ts=0)                   # 1,500: nothing cached yet
+    b.block(300)
+    b.request(ts=MIN)                 # prefix 1,500 cached -> 1,024 + 3 x 128 = 1,408 read
+    b.block(10)
+    b.request(ts=20 * MIN)            # 10-minute retention passed: miss
+    session, vocab = b.build()
+    d = replay_session(session, vocab, build("noop"), ReplayOptions(CacheConfig(), prices, detail=True)).detail
+    assert d["input_total"] == [1_500, 1_800, 1_810]
+    assert d["cache_read"] == [0, 1_408, 0]
+    assert d["uncached"] == [1_500, 392, 1_810]
+    assert d["cache_write_5m"] == [0, 0, 0] and d["cache_write_1h"] == [0, 0, 0]
+    assert d["cost"][1] == pytest.approx((392 * 1.25 + 1_408 * 0.125 + 100 * 10) / 1e6)

@@ -119,3 +119,16 @@ def test_shared_corpus_fidelity(tmp_path):
     assert o["sessions_within_targets"] >= 24
     assert abs(e["input_total"]) <= 0.01 and abs(e["cache_read"]) <= 0.01
     assert abs(e["cache_write"]) <= 0.03 and abs(e["cost"]) <= 0.01
+
+
+def test_shared_codex_cached_input_reproduced(tmp_path):
+    logs = shared_logs("codex")
+    db = tmp_path / "cx.duckdb"
+    ingest([logs], db, key_file=tmp_path / "key")
+    con = store.connect(db, read_only=True)
+    rep = validate(con, "default", ReplayOptions())
+    con.close()
+    codex = rep["overall"]["by_agent"]["codex"]
+    assert codex["sessions"] == 5
+    assert abs(codex["rel_error"]["input_total"]) < 1e-6
+    assert abs(codex["rel_error"]["cache_read"]) <= 0.03  # recorded cached_input_tokens, corpus-wide
