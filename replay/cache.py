@@ -128,7 +128,7 @@ class StreamCache:
         self.entries = kept
 
     def request_auto(self, model: int, part: int, pos: int, t: int, total: float, ttl_ms: int,
-                     changed_from: int | None) -> tuple[float, float, float, float]:
+                     changed_from: int | None, removed: float = 0.0) -> tuple[float, float, float, float]:
         """OpenAI-style automatic caching: the whole prompt is cached (no write charge); a later
         request reads the longest cached prefix, counted from 1,024 tokens in 128-token steps."""
         bust = 0.0
@@ -136,7 +136,7 @@ class StreamCache:
             before = self._best(model, part, pos, t, float("inf"))
             self.entries = [e for e in self.entries if e[1] != part or e[2] <= changed_from]
             after = self._best(model, part, pos, t, float("inf"))
-            b0 = min(before[3], total) if before is not None else 0.0
+            b0 = min(before[3], total + removed) if before is not None else 0.0
             b1 = min(after[3], total) if after is not None else 0.0
             bust = max(0.0, b0 - b1)
             best = after
@@ -158,14 +158,16 @@ class StreamCache:
         return read, 0.0, total - read, bust
 
     def request(self, model: int, part: int, pos: int, t: int, total: float, uncached: float,
-                overhead: float, ttl_ms: int, min_cacheable: int, changed_from: int | None
-                ) -> tuple[float, float, float, float]:
+                overhead: float, ttl_ms: int, min_cacheable: int, changed_from: int | None,
+                removed: float = 0.0) -> tuple[float, float, float, float]:
+        """``removed``: tokens the policy's change took out of this request's input; the
+        bust is measured against the entry the unchanged input would have read."""
         if not self.enabled:
             return 0.0, 0.0, total, 0.0
         cacheable = total - uncached
         bust = 0.0
         if changed_from is not None:
-            before = self._best(model, part, pos, t, float("inf"))
+            before = self._best(model, part, pos, t, cacheable + removed)
             self.entries = [e for e in self.entries if e[1] != part or e[2] <= changed_from]
             after = self._best(model, part, pos, t, cacheable)
             b0 = before[3] if before is not None else 0.0

@@ -109,11 +109,13 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
             running = 0.0
             policy.on_compaction(ctx, pos)
         changed_from = None
+        removed = 0.0
         if retro:
             ctx.k = k
             ctx.running = running
             ctx.changed_from = None
             policy.before_request(ctx, k)
+            removed = running - ctx.running
             running = ctx.running
             changed_from = ctx.changed_from
         model = r_model[k]
@@ -140,11 +142,12 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
             cache.evict(model, part, e, rr + max(64.0, EVICT_TOLERANCE * rr), prefix)
         if auto[model]:
             read, written, uncached, bust = cache.request_auto(
-                model, part, pos, t, total, ttls[k] if cfg.ttl != "log" else OPENAI_RETENTION_MS, changed_from)
+                model, part, pos, t, total, ttls[k] if cfg.ttl != "log" else OPENAI_RETENTION_MS, changed_from,
+                removed)
         else:
             read, written, uncached, bust = cache.request(
                 model, part, pos, t, total, unc_rec if unc_rec < total else total, overhead, ttls[k], min_c[model],
-                changed_from)
+                changed_from, removed)
         if ttls[k] == ttl_1h:
             w5, w1h = 0.0, written
         else:

@@ -54,6 +54,9 @@ class Rule:
     pattern: str
     # Validates the captured secret (bytes) and may veto the match.
     check: Callable[[bytes, bytes], bool] | None = None
+    # Cheap pattern that every match contains: one re2.Set pass over the text tells which
+    # rules need their full pattern run at all.
+    anchor: str = ""
 
 
 def redaction(rule: str) -> str:
@@ -96,6 +99,8 @@ _REF_PREFIXES = (b"$", b"{{", b"<", b"%(", b"%s", b"process.env", b"os.environ",
                  b"ENV[", b"settings.", b"config.", b"self.", b"this.", b"args.", b"opts.", b"options.")
 _IDENT_RX = re2.compile(rb"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?$")
 _LOWER_WORDS_RX = re2.compile(rb"^[a-z]+(?:[_.-][a-z]+)*$")
+_CAMEL_RX = re2.compile(rb"^[a-z]+(?:[A-Z][a-z]+)+[0-9]?$")
+_CALL_RX = re2.compile(rb"^[A-Za-z_][A-Za-z0-9_.]*\([A-Za-z0-9_.,'\" ]*\)$")
 _SAME_CHAR_RX = re2.compile(rb"^(?:x+|X+|\*+|\.+|-+|_+|0+|#+)$")
 
 
@@ -108,22 +113,48 @@ def _not_placeholder(value: bytes) -> bool:
         return False
     if v.startswith(_REF_PREFIXES) or low.startswith((b"your", b"my-", b"my_", b"<", b"insert", b"replace")):
         return False
-    if b"${" in v or b"{{" in v or b"<" in v or b"(" in v:
+    if b"REDACTED" in v.upper() or b"${" in v or b"{{" in v or (v.startswith(b"<") and v.endswith(b">")) or _CALL_RX.match(v):
         return False
     return True
 
 
-def _check_code_value(_key: bytes, value: bytes) -> bool:
-    """A literal assigned to a password/secret/token name in code or config."""
+def _check_quoted_value(_key: bytes, value: bytes) -> bool:
+    """A quoted literal assigned to a password/secret/token name in code or config."""
     if not _not_placeholder(value):
-        return False
-    if _IDENT_RX.match(value):  # settings.password, cfg.api.token, ...
         return False
     # Lower-case words (``"access_token"``, ``"current-password"``) are labels, not secrets,
     # unless long enough to be a passphrase.
-    if _LOWER_WORDS_RX.match(value) and len(value) < 16:
+    if _LOWER_WORDS_RX.match(value) and len(value) < 24:
+        return False
+    if _CAMEL_RX.match(value):  # userPassword, hashedToken: a variable, not a literal
         return False
     return True
+
+
+_TYPE_NAME_RX = re2.compile(rb"^[A-Z][a-z]+(?:[A-Z0-9][a-z0-9]*)+$|^[A-Za-z]+(?:-[A-Za-z]+)+$")
+
+
+_CODE_PUNCT_RX = re2.compile(rb"^[!&*]|\?\.|\|\||&&|=>|\(\)|\)$")
+_CAMEL_ANY_RX = re2.compile(rb"^_*[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+$")
+
+
+def _check_unquoted_value(key: bytes, value: bytes) -> bool:
+    """``password: value`` without quotes: YAML/INI, but also TS/JS code (``privateKey: Uint8Array,``,
+    ``hasToken: !!state.token``), where the value is an expression, not a literal."""
+    v = value.rstrip(b",;")
+    if _IDENT_RX.match(v) or _TYPE_NAME_RX.match(v) or _CAMEL_ANY_RX.match(v) or _CODE_PUNCT_RX.search(v):
+        return False
+    if not _check_quoted_value(key, v):
+        return False
+    return _has_digit(v) + _has_upper(v) + _has_lower(v) >= 2 or len(v) >= 12
+
+
+_FLAG_RX = re2.compile(rb"^--?[A-Za-z][A-Za-z0-9-]*$")
+
+
+def _check_flag_value(key: bytes, value: bytes) -> bool:
+    """``--password VALUE``: VALUE must not be the next flag."""
+    return not _FLAG_RX.match(value) and _check_env_value(key, value)
 
 
 def _check_env_value(_key: bytes, value: bytes) -> bool:
@@ -164,74 +195,75 @@ _KW_UP = (r"(?:PASSWORD|PASSWD|PASSPHRASE|PWD|SECRET|TOKEN|API_?KEY|APIKEY|ACCES
 
 RULES: tuple[Rule, ...] = (
     Rule("private_key", "PEM private key block (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP), also unterminated or with escaped newlines",
-         r"(?s)(-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:.,-]*))"),
+         r"(?s)(-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:.,-]*))", anchor='PRIVATE KEY'),
     Rule("aws_access_key_id", "AWS access key id (AKIA/ASIA/... + 16 base32 characters)",
-         r"\b((?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|AKPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16})" + _E),
+         r"\b((?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|AKPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16})" + _E, anchor='A(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|KPA|NPA|NVA|ROA|PKA|SCA)[A-Z0-9]{16}'),
     Rule("aws_secret_access_key", "AWS secret access key (40 base64 characters after an aws_secret_access_key / SecretAccessKey name)",
-         r"(?i)(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?\s*(?:=|:|=>)\s*[\"']?([A-Za-z0-9/+]{40})" + _E64),
-    Rule("gcp_api_key", "Google/GCP API key (AIza + 35 characters)", r"\b(AIza[0-9A-Za-z_\-]{35})" + _E),
+         r"(?i)(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?\s*(?:=|:|=>)?\s*[\"']?([A-Za-z0-9/+]{40})" + _E64, anchor='(?i)secret_?access_?key'),
+    Rule("gcp_api_key", "Google/GCP API key (AIza + 35 characters)", r"\b(AIza[0-9A-Za-z_\-]{35})" + _E, anchor='AIza'),
     Rule("gcp_service_account", "GCP service-account JSON private_key_id",
-         r"\"private_key_id\"\s*:\s*\"([0-9a-f]{40})\""),
+         r"\"private_key_id\"\s*:\s*\"([0-9a-f]{40})\"", anchor='private_key_id'),
     Rule("google_oauth", "Google OAuth access token (ya29.), refresh token (1//0), client secret (GOCSPX-)",
-         r"\b(ya29\.[0-9A-Za-z_\-]{20,}|1//0[0-9A-Za-z_\-]{30,}|GOCSPX-[0-9A-Za-z_\-]{20,})"),
+         r"\b(ya29\.[0-9A-Za-z_\-]{20,}|1//0[0-9A-Za-z_\-]{30,}|GOCSPX-[0-9A-Za-z_\-]{20,})", anchor='ya29\\.|1//0|GOCSPX-'),
     Rule("azure_key", "Azure storage AccountKey / service-bus SharedAccessKey / key assignments in connection strings",
-         r"(?i)(?:AccountKey|SharedAccessKey|azure[_-]?(?:storage[_-]?)?(?:account[_-]?)?key)\s*[=:]\s*[\"']?([A-Za-z0-9+/]{30,}={0,2})"),
+         r"(?i)(?:AccountKey|SharedAccessKey|azure[_-]?(?:storage[_-]?)?(?:account[_-]?)?key)\s*[=:]\s*[\"']?([A-Za-z0-9+/]{30,}={0,2})", anchor='(?i)accountkey|sharedaccesskey|azure'),
     Rule("azure_sas_signature", "Azure SAS token signature (sig= in a URL query)",
-         r"[?&]sig=([A-Za-z0-9%+/=]{30,})"),
+         r"[?&]sig=([A-Za-z0-9%+/=]{30,})", anchor='sig='),
     Rule("azure_client_secret", "Azure AD client secret (xxx8Q~...)",
-         r"(?:^|[^A-Za-z0-9_~.\-])([A-Za-z0-9_~.\-]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34})" + r"(?:[^A-Za-z0-9_~.\-]|$)"),
+         r"(?:^|[^A-Za-z0-9_~.\-])([A-Za-z0-9_~.\-]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34})" + r"(?:[^A-Za-z0-9_~.\-]|$)", anchor='[0-9]Q~'),
     Rule("github_token", "GitHub token (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_)",
-         r"\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E),
+         r"\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E, anchor='gh[pousr]_|github_pat_'),
     Rule("gitlab_token", "GitLab token (glpat-, glptt-, gldt-, glrt-, ... and GR1348941 runner tokens)",
-         r"\b((?:glpat|glptt|gldt|glrt|glcbt|glsoat|glffct|glimt|glagent|gloas)-[A-Za-z0-9_\-]{20,}|GR1348941[A-Za-z0-9_\-]{20,})"),
+         r"\b((?:glpat|glptt|gldt|glrt|glcbt|glsoat|glffct|glimt|glagent|gloas)-[A-Za-z0-9_\-]{20,}|GR1348941[A-Za-z0-9_\-]{20,})", anchor='gl[a-z]{1,6}-|GR1348941'),
     Rule("slack_token", "Slack token (xoxb-, xoxp-, xoxa-, xoxo-, xoxs-, xoxr-, xoxe-, xapp-)",
-         r"\b(xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})"),
+         r"\b(xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})", anchor='xox[abposre]-|xapp-'),
     Rule("slack_webhook", "Slack incoming-webhook / workflow URL",
-         r"(https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+\-]{20,})"),
+         r"(https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+\-]{20,})", anchor='hooks\\.slack\\.com'),
     Rule("stripe_key", "Stripe secret/restricted/publishable key (sk_live_, rk_test_, ...) and webhook secret (whsec_)",
-         r"\b((?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})" + _E),
-    Rule("anthropic_key", "Anthropic API key (sk-ant-...)", r"\b(sk-ant-[A-Za-z0-9_\-]{20,})"),
+         r"\b((?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})" + _E, anchor='[spr]k_(?:live|test)_|whsec_'),
+    Rule("anthropic_key", "Anthropic API key (sk-ant-...)", r"\b(sk-ant-[A-Za-z0-9_\-]{20,})", anchor='sk-ant-'),
     Rule("openai_key", "OpenAI API key (sk-, sk-proj-, sk-svcacct-, sk-admin-)",
-         r"\b(sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,})", _check_sk),
+         r"\b(sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,})", _check_sk, anchor='sk-'),
     Rule("npm_token", "npm access token (npm_) and .npmrc _authToken", r"\b(npm_[A-Za-z0-9]{36})" + _E
-         + r"|_auth(?:Token)?\s*=\s*[\"']?([^\s\"'$]{16,})"),
-    Rule("pypi_token", "PyPI API token (pypi-AgE...)", r"\b(pypi-[A-Za-z0-9_\-]{50,})"),
-    Rule("huggingface_token", "Hugging Face token (hf_)", r"\b(hf_[A-Za-z0-9]{30,})" + _E),
-    Rule("sendgrid_key", "SendGrid API key (SG.x.y)", r"\b(SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64})" + _E),
+         + r"|_auth(?:Token)?\s*=\s*[\"']?([^\s\"'$]{16,})", anchor='npm_|_auth'),
+    Rule("pypi_token", "PyPI API token (pypi-AgE...)", r"\b(pypi-[A-Za-z0-9_\-]{50,})", anchor='pypi-'),
+    Rule("huggingface_token", "Hugging Face token (hf_)", r"\b(hf_[A-Za-z0-9]{30,})" + _E, anchor='hf_'),
+    Rule("sendgrid_key", "SendGrid API key (SG.x.y)", r"\b(SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64})" + _E, anchor='SG\\.'),
     Rule("jwt", "JSON Web Token (eyJ... . eyJ... . signature)",
-         r"\b(eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})"),
+         r"\b(eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})", anchor='eyJ'),
     Rule("db_connection_password", "password in a database URL (postgres, mysql, mariadb, mongodb(+srv), redis, amqp, mssql, ...)",
          r"(?i)\b(?:jdbc:)?(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|"
-         r"cockroachdb|clickhouse|couchbase|neo4j(?:\+s)?)://[^\s:@/'\"`]*:([^\s@/'\"`]+)@", _check_url_password),
+         r"cockroachdb|clickhouse|couchbase|neo4j(?:\+s)?)://[^\s:@/'\"`]*:([^\s@/'\"`]+)@", _check_url_password, anchor='://'),
     Rule("url_password", "password in any URL with credentials (scheme://user:pass@host)",
-         r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:@/'\"`<>]+:([^\s@/'\"`<>]+)@", _check_url_password),
-    Rule("bearer_token", "credentials in an Authorization header, or after Bearer",
-         r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?(?:bearer|token|basic|apikey|api-key)\s+([A-Za-z0-9._~+/\-]{8,}=*)"
-         r"|(?i)\bbearer\s+([A-Za-z0-9._~+/\-]{20,}=*)", _check_token),
+         r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:@/'\"`<>]+:([^\s@/'\"`<>]+)@", _check_url_password, anchor='://'),
+    Rule("bearer_token", "credentials in an Authorization / X-Api-Key / X-Auth-Token header, or after Bearer",
+         r"(?i:\bauthorization[\"']?\s*[:=]\s*[\"']?(?:bearer|token|basic|apikey|api-key)\s+([A-Za-z0-9._~+/\-]{8,}=*))"
+         r"|(?i:\bbearer\s+([A-Za-z0-9._~+/\-]{20,}=*))"
+         r"|(?i:\bx-(?:api-?key|auth-token|access-token|token)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9._~+/\-]{12,}=*))", _check_token, anchor='(?i)bearer|authorization|x-'),
     Rule("secret_assignment", "password/secret/token/api_key assigned a literal in code, config, .env files or CLI flags",
-         # quoted value after a secret-ish name: password = "...", "apiKey": '...', token => "..."
-         r"(?i)\b[A-Za-z0-9_.\-]*?" + _KW + r"(?:[_\-]?(?:key|value|str|string|b64|base64))?[\"']?\s*(?:=|:|:=|=>)\s*"
-         r"(?:\"([^\"\s\\]{4,300})\"|'([^'\s\\]{4,300})')"
-         # env / shell: DB_PASSWORD=..., export GITHUB_TOKEN=...
-         r"|(?m)^[ \t]*(?:export[ \t]+|set[ \t]+)?[A-Z0-9_]*" + _KW_UP + r"(?:_(?:KEY|VALUE|BASE|B64|BASE64))?[ \t]*=[ \t]*([^\s\"'#;]{4,300})"
-         # YAML/INI unquoted: password: hunter2, api_key = abc
-         r"|(?im)^[ \t]*-?[ \t]*[A-Za-z0-9_.\-]*?" + _KW + r"(?:[_\-]?(?:key|value))?[ \t]*[:=][ \t]+([^\s\"'#,;{}\[\]()]{6,300})[ \t]*\r?$"
-         # command-line flags: --password=..., --token ..., curl -u user:pass
-         r"|(?i)--(?:password|passwd|token|api-key|apikey|secret|client-secret|auth-token)[= ]([^\s\"'\-$][^\s\"']{5,})"
+         # 1, 2: a quoted value after a secret-ish name: password = "...", "apiKey": '...', token => "..."
+         r"(?i:\b[A-Za-z0-9_.\-]*?" + _KW + r"(?:[_\-]?(?:key|value|str|string|b64|base64))?[\"']?\s*(?:=|:|:=|=>)\s*"
+         r"(?:\"([^\"\s\\]{4,300})\"|'([^'\s\\]{4,300})'))"
+         # 3: env / shell: DB_PASSWORD=..., export GITHUB_TOKEN=...
+         r"|(?m:^[ \t]*(?:export[ \t]+|set[ \t]+)?[A-Z0-9_]*" + _KW_UP + r"(?:_(?:KEY|VALUE|BASE|B64|BASE64))?[ \t]*=[ \t]*([^\s\"']{4,300}))"
+         # 4: YAML/INI unquoted: password: hunter2, api_key = abc
+         r"|(?im:^[ \t]*-?[ \t]*[A-Za-z0-9_.\-]*?" + _KW + r"(?:[_\-]?(?:key|value))?[ \t]*[:=][ \t]+([^\s\"']{6,300})[ \t]*\r?$)"
+         # 5, 6: command-line flags: --password=..., --token ..., curl -u user:pass
+         r"|(?i:--(?:password|passwd|token|api-key|apikey|secret|client-secret|auth-token)[= ]([^\s\"'$][^\s\"']{5,}))"
          r"|\bcurl\b[^\n]*?\s-u\s+[\"']?[^\s:\"']+:([^\s\"'@$]{4,})",
-         None),
+         None, anchor=r'(?i:pass|pwd|secret|token|api_?key|apikey|access_?key|auth|credential|curl)|PAT'),
 )
 
 # Per-group validators for the multi-form assignment rule (group index -> check).
-_ASSIGN_CHECKS = {1: _check_code_value, 2: _check_code_value, 3: _check_env_value, 4: _check_code_value,
-                  5: _check_env_value, 6: _check_env_value}
+_ASSIGN_CHECKS = {1: _check_quoted_value, 2: _check_quoted_value, 3: _check_env_value, 4: _check_unquoted_value,
+                  5: _check_flag_value, 6: _check_env_value}
 
 _OPTS = re2.Options()
 _OPTS.max_mem = 64 << 20
 _COMPILED = [re2.compile(r.pattern.encode(), _OPTS) for r in RULES]
 _SET = re2.Set.SearchSet(_OPTS)
 for _r in RULES:
-    _SET.Add(_r.pattern.encode())
+    _SET.Add((_r.anchor or _r.pattern).encode())
 _SET.Compile()
 RULE_INDEX = {r.name: i for i, r in enumerate(RULES)}
 
@@ -240,10 +272,17 @@ RULE_INDEX = {r.name: i for i, r in enumerate(RULES)}
 HIGH_ENTROPY = "high_entropy"
 MIN_ENTROPY_LEN = 20
 MAX_ENTROPY_LEN = 300
-_CAND = re2.compile(rb"[A-Za-z0-9+/_=\-]{20,}")
 _SKIP_PREFIX = (b"sha1-", b"sha224-", b"sha256-", b"sha384-", b"sha512-", b"md5-",
                 b"iVBORw0KGgo", b"/9j/", b"R0lGOD", b"UklGR", b"PHN2Zy", b"PD94bWwg", b"JVBERi0", b"AAAA")
-_SKIP_BEFORE = (b"base64,", b"h1:", b"sha256:", b"sha512:", b"sha1:", b"md5:", b"sha384:")
+# Public object ids with a type prefix (Anthropic, OpenAI, Stripe objects, ...): random, not secret.
+_ID_PREFIX_RX = re2.compile(
+    rb"^(?:msg|msgbatch|toolu|srvtoolu|req|call|chatcmpl|resp|file|run|asst|thread|step|batch|evt|cus|ch|pi|pm|in|"
+    rb"sub|prod|price|acct|org|proj|user|item|fc|ws|rs|cs|seti|src|tok|txn|po|re|cl)[_-]"
+    # Anthropic-style typed ids (agent_msg_01..., toolu_01...), GitHub GraphQL node ids
+    # (PRRT_kwDO..., MDQ6VXNlcj...), libp2p/IPFS peer ids and keys (12D3KooW..., Qm..., CAES...)
+    rb"|^[a-z][a-z_]*_01[A-Za-z0-9]{16,}$|^[A-Z]{1,10}_(?:kw|lA|lQ|lg|kg)[A-Za-z0-9_\-]+$|^M[DT][A-Za-z0-9]{1,3}[Oo6]|^12D3KooW|^Qm[1-9A-HJ-NP-Za-km-z]{44}$|^CAES"
+)
+_SKIP_BEFORE = (b'W/"', b'W/\\"', b"base64,", b"h1:", b"sha256:", b"sha512:", b"sha1:", b"md5:", b"sha384:")
 _CLASS = bytes(
     (1 if 65 <= c <= 90 else 2 if 97 <= c <= 122 else 3 if 48 <= c <= 57 else 4) for c in range(256)
 )
@@ -258,10 +297,10 @@ def entropy_threshold(n: int) -> float:
     """Minimum Shannon entropy (bits/char) for a run of length n to count as random.
 
     A random base62/base64 run of n characters has an empirical entropy close to
-    log2(min(n, 62)); identifiers and words sit well below it. The threshold is 85% of
-    log2(n) up to 4.5 bits, so short tokens are not asked for more than they can carry.
+    log2(min(n, 62)); identifiers and words sit below it. The threshold is 80% of
+    log2(n), capped at 4.2 bits, so short tokens are not asked for more than they can carry.
     """
-    return min(4.5, 0.85 * math.log2(max(n, 2)))
+    return min(4.2, 0.8 * math.log2(max(n, 2)))
 
 
 def _class_switch_rate(s: bytes) -> float:
@@ -270,35 +309,65 @@ def _class_switch_rate(s: bytes) -> float:
     return switches / max(1, len(s) - 1)
 
 
+_LOWMAP = bytes(97 if 97 <= c <= 122 else 32 for c in range(256))
+
+
+def _word_fraction(s: bytes) -> float:
+    """Share of characters in word-like runs (3+ lower-case letters and the capital before
+    them): about 0.2 for random base62, 0.6-1.0 for identifiers, paths and prose."""
+    runs = s.translate(_LOWMAP).split()
+    return sum(len(r) + 1 for r in runs if len(r) >= 3) / len(s)
+
+
 def looks_random(tok: bytes) -> bool:
     """Is this base64/base62-alphabet run a random secret rather than code or a hash?"""
     core = tok.rstrip(b"=")
     n = len(core)
     if n < MIN_ENTROPY_LEN or n > MAX_ENTROPY_LEN:
         return False
-    if not (_has_digit(core) and _has_upper(core) and _has_lower(core)):
+    if not (_has_upper(core) and _has_lower(core)):
         return False  # hex digests, UUIDs, snake_case and CONSTANTS never qualify
-    if core.startswith(_SKIP_PREFIX):
+    digits = n - len(core.translate(None, _DIGITS))
+    if (n < 28 and not digits) or digits * 2 >= n:
+        return False  # short and digit-free, or mostly digits (timestamps, versions, numeric ids)
+    if core.count(b"/") + core.count(b"-") + core.count(b"_") >= 3:
+        # paths, slugs, dated run ids: most segments are words, numbers or hex, while the
+        # segments of a random base64url string mix cases
+        segs = [s for s in core.replace(b"-", b"/").replace(b"_", b"/").split(b"/") if len(s) >= 4]
+        mixed = sum(1 for s in segs if _has_upper(s) and _has_lower(s) and _word_fraction(s) < 0.55)
+        if mixed * 2 < len(segs):
+            return False
+    if _word_fraction(core) >= 0.55:
+        return False  # made of words: Fleet-Connect-1/build, toHaveBeenCalledWith2
+    if core.startswith(_SKIP_PREFIX) or _ID_PREFIX_RX.match(core):
         return False
-    if _class_switch_rate(core) < 0.40:  # camelCase identifiers switch class every few chars
+    if _class_switch_rate(core) < 0.30:  # identifiers switch character class every few chars
         return False
-    if core.count(b"/") >= 3 or core.count(b"-") >= 4 or core.count(b"_") >= 4:
-        return False  # paths, slugs, long snake_case names
     return _entropy(core) >= entropy_threshold(n)
 
 
-def _entropy_spans(b: bytes, taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
+_TOKEN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+_TOKMAP = bytes(c if c in _TOKEN_CHARS else 32 for c in range(256))
+
+
+def _entropy_spans(b: bytes) -> list[tuple[int, int]]:
+    """Spans of random-looking runs. Runs are cut with bytes.translate/split (C speed) rather
+    than a regex, because most texts hold many runs and few secrets."""
     out = []
-    for m in _CAND.finditer(b):
-        s, e = m.span()
-        tok = b[s:e]
-        if len(tok) > MAX_ENTROPY_LEN + 8:
+    cursor = 0
+    for tok in b.translate(_TOKMAP).split():
+        n = len(tok)
+        if n < MIN_ENTROPY_LEN or n > MAX_ENTROPY_LEN or not looks_random(tok):
             continue
-        if s > 0 and b[max(0, s - 8):s].endswith(_SKIP_BEFORE):
+        s = b.find(tok, cursor)
+        while s >= 0 and ((s > 0 and b[s - 1] in _TOKEN_CHARS) or (s + n < len(b) and b[s + n] in _TOKEN_CHARS)):
+            s = b.find(tok, s + 1)  # a substring of a longer run: not this token
+        if s < 0:
             continue
-        # a token that is part of a longer word with '.' or '%' (hostnames, URL-encoded) is fine
-        if looks_random(tok):
-            out.append((s, e))
+        if b[max(0, s - 8):s].endswith(_SKIP_BEFORE):
+            continue
+        out.append((s, s + n))
+        cursor = s + n
     return out
 
 
@@ -348,7 +417,7 @@ def _merge(spans: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
 
 def _find_bytes(b: bytes) -> list[tuple[int, int, str]]:
     spans = _rule_spans(b)
-    ent = _entropy_spans(b, [])
+    ent = _entropy_spans(b)
     all_spans = spans + [(s, e, len(RULES)) for s, e in ent]
     names = [r.name for r in RULES] + [HIGH_ENTROPY]
     return [(s, e, names[i]) for s, e, i in _merge(all_spans)]

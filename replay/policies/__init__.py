@@ -5,12 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Context, ParamError, Policy, did_you_mean
+from .cupel_dedup import CupelDedup
+from .devboy_lru import DevboyLru
+from .jp_resource_dedup import JpResourceDedup
 from .noop import Noop
 from .pipeline import Pipeline
 
 REGISTRY: dict[str, type[Policy]] = {
-    Noop.name: Noop,
-    Pipeline.name: Pipeline,
+    cls.name: cls
+    for cls in (Noop, DevboyLru, JpResourceDedup, CupelDedup, Pipeline)
 }
 
 

@@ -1,0 +1,169 @@
+"""anthropic_clear_tool_uses: Anthropic API context editing, strategy ``clear_tool_uses_20250919``.
+
+Source: Anthropic's "Context editing" documentation (docs.claude.com / platform.claude.com,
+build-with-claude/context-editing; beta header ``context-management-2025-06-27``), and
+DESIGN.md section 4. What the documentation says, and how it is replayed:
+
+* "When activated, the API automatically clears the oldest tool results in chronological
+  order, replacing them with placeholder text to let Claude know the tool result was
+  removed. By default, only tool results are cleared"; ``clear_tool_inputs`` (default
+  false) also clears the tool calls' parameters.
+* ``trigger`` (default 100,000 input tokens): once the prompt exceeds it, clearing begins.
+* ``keep`` (default 3 tool uses): the most recent tool use/result pairs that are kept;
+  "the API removes the oldest tool interactions first". Here the 3 most recent tool
+  results of any tool are kept (excluded tools count towards them) and every older one
+  is cleared.
+* ``clear_at_least`` (no default): a minimum number of tokens each activation must clear,
+  so that the cache invalidation is worth it; when that much cannot be cleared the strategy
+  is not applied. Unset = any amount.
+* ``exclude_tools`` (default none): tools whose uses and results are never cleared.
+* "Context editing is applied server-side before the prompt reaches Claude. Your client
+  application maintains the full, unmodified conversation history." So it is stateless:
+  every request is edited afresh from the full history. The trigger therefore compares the
+  full prompt (overhead + every block of the partition at its original size); once above it,
+  every request clears all tool results but the 3 newest, and each new tool use moves that
+  point forward (a cache bust just behind the newest tool uses, as the docs warn: clearing
+  "invalidates cached prompt prefixes"). If ``clear_at_least`` is not met, nothing is
+  cleared (a result cleared by the previous request comes back at full size).
+* The placeholder's text is not published: ``placeholder_tokens`` (default 10) is the size
+  of a cleared result, ``cleared_input_tokens`` (default 10) that of a tool_use whose input
+  was cleared (name and id remain). Both are assumptions.
+* Not modelled: a ``tool_uses`` trigger type, ``clear_tool_inputs`` as a list of tool names,
+  and the separate ``clear_thinking_20251015`` strategy.
+
+Cost: tool results are listed once as they enter context; the cleared prefix only grows
+(except when ``clear_at_least`` switches the strategy off), so each request touches only the
+newly cleared results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..arrays import K_TOOL_RESULT, K_TOOL_USE, Stream
+from .base import Context, Policy
+from .supersede import TrimmedRereads, codes, overhead_of, shrink
+
+
+class AnthropicClearToolUses(Policy):
+    name = "anthropic_clear_tool_uses"
+    source = "Anthropic API context editing, clear_tool_uses_20250919 (docs: build-with-claude/context-editing)"
+    summary = ("Server-side: when the prompt exceeds trigger tokens, every tool result but the keep newest is "
+               "replaced by a placeholder, oldest first; recomputed on each request from the full history.")
+
+    @dataclass(frozen=True)
+    class Params:
+        # Input tokens above which clearing applies (API default 100,000).
+        trigger: int = 100_000
+        # Most recent tool uses whose results are kept (API default 3).
+        keep: int = 3
+        # Minimum tokens an activation must clear, else nothing is cleared (API: no default).
+        clear_at_least: int | None = None
+        # Tool names whose uses and results are never cleared (API default none).
+        exclude_tools: tuple[str, ...] = ()
+        # Also clear the tool_use inputs of cleared results (API default false).
+        clear_tool_inputs: bool = False
+        # Size of a cleared tool result, tokens (placeholder text unpublished: assumption).
+        placeholder_tokens: float = 10.0
+        # Size of a tool_use whose input was cleared, tokens (assumption).
+        cleared_input_tokens: float = 10.0
+
+        def __post_init__(self):
+            v = self.exclude_tools
+            if isinstance(v, str):
+                object.__setattr__(self, "exclude_tools", tuple(x.strip() for x in v.split(",") if x.strip()))
+            elif not isinstance(v, tuple):
+                object.__setattr__(self, "exclude_tools", tuple(v))
+            if self.trigger < 0:
+                raise ValueError("trigger must be >= 0")
+            if self.keep < 0:
+                raise ValueError("keep must be >= 0")
+            if self.clear_at_least is not None and self.clear_at_least < 0:
+                raise ValueError("clear_at_least must be >= 0 (or None)")
+            if self.placeholder_tokens < 0 or self.cleared_input_tokens < 0:
+                raise ValueError("placeholder_tokens and cleared_input_tokens must be >= 0")
+
+    def start_stream(self, ctx: Context) -> None:
+        s = ctx.state
+        s["excl"] = codes(ctx, self.params.exclude_tools)
+        s["rr"] = TrimmedRereads()
+        self._reset(s, 0)
+
+    @staticmethod
+    def _reset(s: dict[str, Any], pos: int) -> None:
+        s["scan"] = pos
+        s["full"] = 0.0        # original tokens of the partition's blocks so far
+        s["use_pos"] = {}      # tool_use code -> position
+        s["calls"] = []        # (use position or -1, result position, excluded) per tool result
+        s["cand"] = 0          # calls[:cand] are candidates (all but the keep newest)
+        s["saving"] = 0.0      # tokens clearing all candidates would remove
+        s["applied"] = 0       # calls[:applied] are cleared now
+
+    def on_compaction(self, ctx: Context, pos: int) -> None:
+        self._reset(ctx.state, pos)
+        ctx.state["rr"] = TrimmedRereads()
+
+    def before_request(self, ctx: Context, k: int) -> None:
+        s = ctx.state
+        st = ctx.stream
+        p = self.params
+        pos = st.r_pos[k]
+        if s["scan"] < pos:
+            s["rr"].scan(st, s["scan"], pos, ctx.metrics)
+            self._scan(st, s, s["scan"], pos)
+            s["scan"] = pos
+        calls = s["calls"]
+        cand = max(0, len(calls) - p.keep)
+        if cand > s["cand"]:
+            tokens = st.tokens
+            saving = s["saving"]
+            for u, r, ex in calls[s["cand"]:cand]:
+                if ex:
+                    continue
+                saving += max(0.0, tokens[r] - p.placeholder_tokens)
+                if p.clear_tool_inputs and u >= 0:
+                    saving += max(0.0, tokens[u] - p.cleared_input_tokens)
+            s["saving"] = saving
+            s["cand"] = cand
+        res = st.r_residual[k] if st.r_residual else 0.0
+        full = overhead_of(st, st.r_model[k]) + s["full"] + res
+        active = (full > p.trigger and s["saving"] > 0
+                  and (p.clear_at_least is None or s["saving"] >= p.clear_at_least))
+        applied = s["applied"]
+        if active:
+            if cand > applied:
+                rr = s["rr"]
+                for u, r, ex in calls[applied:cand]:
+                    if ex:
+                        continue
+                    shrink(ctx, r, p.placeholder_tokens, rr)
+                    if p.clear_tool_inputs and u >= 0:
+                        shrink(ctx, u, p.cleared_input_tokens, rr)
+                s["applied"] = cand
+        elif applied:
+            # stateless server-side editing: not applied this time, the full history is sent
+            tokens = st.tokens
+            for u, r, ex in calls[:applied]:
+                if ex:
+                    continue
+                ctx.set_size(r, tokens[r])
+                if p.clear_tool_inputs and u >= 0:
+                    ctx.set_size(u, tokens[u])
+            s["applied"] = 0
+
+    @staticmethod
+    def _scan(st: Stream, s: dict[str, Any], lo: int, hi: int) -> None:
+        excl, use_pos, calls = s["excl"], s["use_pos"], s["calls"]
+        tokens, bkind = st.tokens, st.bkind
+        full = s["full"]
+        for i in range(lo, hi):
+            full += tokens[i]
+            bk = bkind[i]
+            if bk == K_TOOL_USE:
+                tu = st.tool_use[i]
+                if tu >= 0:
+                    use_pos[tu] = i
+            elif bk == K_TOOL_RESULT:
+                calls.append((use_pos.get(st.tool_use[i], -1), i, st.tool[i] in excl))
+        s["full"] = full

@@ -1,0 +1,302 @@
+"""supersede: a newer read or write of a location hides the older tool results (ai-experiments).
+
+Source: seed 004 (the "Deduplicator Analysis" of emcd/ai-experiments), which quotes
+``sources/aiwb/invocables/ensembles/io/deduplicators.py``:
+
+* ``IoContentDeduplicator`` handles ``read``, ``write_file`` and ``write_pieces``: a newer
+  call on the same ``location`` makes older results of those tools stale. Its supersession
+  matrix: ``read`` and ``write_file`` supersede all five kinds; ``write_pieces``
+  supersedes only when its ``return-content`` is true; every kind can be superseded.
+* ``SurveyDirectoryDeduplicator`` handles ``list_folder``: a newer listing of the same
+  location supersedes an older one when the newer filters are a subset of the older ones
+  (its filters *exclude* entries, so fewer filters = more inclusive) and its recursion is
+  not narrower (``older.recurse and not newer.recurse`` does not supersede).
+* Superseded results are hidden from the conversation prepared for the next call, never
+  deleted; pinned ones are kept. The seed's trimmer drops only the result, not the call.
+* The seed adds that trimming busts the prompt cache and "only makes sense ... when we want
+  to bust cache because of conversation size"; the deduplicator itself trims on every call.
+
+Mapping to the trace (Claude Code tool names; each is a parameter):
+
+* ``read`` = Read/NotebookRead; ``write_file`` = Write (its tool_use carries the whole new
+  content); ``write_pieces`` = Edit/MultiEdit/NotebookEdit, which return a short confirmation
+  or snippet rather than the file (74 tokens per result on the shared corpus), so by default
+  they supersede nothing (``pieces_return_content=False``) but are superseded.
+* ``location`` = the pseudonymized ``resource``. ai-experiments' ``read`` has no line range,
+  so the source rule is location only (``read_range="location"``); Claude Code reads can be
+  partial, so ``"covering"`` (the newer range contains the older; a whole-file read covers
+  all) and ``"exact"`` (same range) are offered.
+* ``list_folder`` = LS/Glob with ``resource`` = the directory. The trace has no filter list
+  and no recursion flag (Glob's ``**`` is inside the hashed arguments), so the only case the
+  trace can prove is identical arguments (equal filters, equal recursion):
+  ``list_rule="identical"`` (default). ``"location"`` assumes every newer listing of the same
+  directory by the same tool is at least as inclusive (unverifiable); ``"off"`` disables it.
+  Grep is a search, not a listing: not handled (the source has no search deduplicator).
+* "pinned" is a user action the trace does not record: ``pinned_tools`` (default none).
+* Trigger: ``trigger_tokens`` = 0 hides on every request, as the deduplicator does; set it
+  (e.g. 100,000 = half a 200k window) for the seed's "only when the conversation approaches
+  the window". It compares the full, unhidden prompt (overhead + every block), which only
+  grows within a compaction partition, so hidden results never come back.
+* Hidden = ``hidden_tokens`` (default 0: omitted from the prepared conversation).
+
+Cost: each tool_result is examined once, when it first enters context; per location only
+the results still visible are kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..arrays import K_TOOL_RESULT, K_TOOL_USE, TOOL_KIND_CODE, Stream
+from .base import Context, Policy
+
+_READ_KIND = TOOL_KIND_CODE["read"]
+
+READ_RANGES = ("location", "covering", "exact")
+LIST_RULES = ("identical", "location", "off")
+
+
+class TrimmedRereads:
+    """``trimmed_reread`` bookkeeping shared by the retroactive policies.
+
+    A non-tool_use block with a resource that a policy shrinks is remembered (once); when a
+    later tool_use of the read kind names the same resource, the remembered blocks count.
+    Reset at a compaction boundary of the log (the log's compaction dropped them anyway).
+    """
+
+    __slots__ = ("pending", "seen")
+
+    def __init__(self) -> None:
+        self.pending: dict[int, int] = {}
+        self.seen: set[int] = set()
+
+    def trimmed(self, st: Stream, pos: int) -> None:
+        r = st.resource[pos]
+        if r >= 0 and st.bkind[pos] != K_TOOL_USE and pos not in self.seen:
+            self.seen.add(pos)
+            self.pending[r] = self.pending.get(r, 0) + 1
+
+    def scan(self, st: Stream, lo: int, hi: int, metrics: dict[str, float]) -> None:
+        """Count re-reads among blocks [lo, hi) (appended after the trims)."""
+        pending = self.pending
+        if not pending:
+            return
+        bkind, tk, res = st.bkind, st.tool_kind, st.resource
+        for i in range(lo, hi):
+            if bkind[i] == K_TOOL_USE and tk[i] == _READ_KIND:
+                n = pending.pop(res[i], 0)
+                if n:
+                    metrics["trimmed_reread"] += n
+                    if not pending:
+                        return
+
+
+def shrink(ctx: Context, pos: int, size: float, rr: TrimmedRereads) -> float:
+    """Shrink block ``pos`` to ``size`` if that is smaller; return the tokens removed."""
+    old = ctx.eff[pos]
+    if size >= old:
+        return 0.0
+    ctx.set_size(pos, size)
+    rr.trimmed(ctx.stream, pos)
+    return old - size
+
+
+def codes(ctx: Context, names: tuple[str, ...]) -> set[int]:
+    return {c for c in (ctx.vocab.tool_code(n) for n in names) if c >= 0}
+
+
+def overhead_of(st: Stream, model: int) -> float:
+    ov = st.overhead
+    if model in ov:
+        return ov[model]
+    return max(ov.values()) if ov else 0.0
+
+
+def covers(new_ls: int, new_le: int, old_ls: int, old_le: int) -> bool:
+    """Does a read of lines [new_ls, new_le] contain [old_ls, old_le]? (-1 start = whole file,
+    -1 end = to the end of the file)."""
+    if new_ls < 0:
+        return True
+    if old_ls < 0:
+        return False
+    if new_ls > old_ls:
+        return False
+    if new_le < 0:
+        return True
+    return 0 <= old_le <= new_le
+
+
+class Supersede(Policy):
+    name = "supersede"
+    source = "seed 004: ai-experiments deduplicators (IoContentDeduplicator, SurveyDirectoryDeduplicator)"
+    summary = ("A newer read/write of a file hides older results of it; a newer, at least as inclusive listing "
+               "of a directory hides the older listing. Hidden, never deleted; rewrites history.")
+
+    @dataclass(frozen=True)
+    class Params:
+        # Hide only when the full (unhidden) prompt exceeds this many tokens; 0 = on every
+        # request, as ai-experiments' deduplicators do. The seed advises ~50-75% of the window.
+        trigger_tokens: int = 0
+        # Tools playing ai-experiments' `read` (supersede everything at the location).
+        read_tools: tuple[str, ...] = ("Read", "NotebookRead")
+        # Tools playing `write_file` (supersede everything at the location).
+        write_tools: tuple[str, ...] = ("Write",)
+        # Tools playing `write_pieces` (always superseded; supersede only with return-content).
+        piece_tools: tuple[str, ...] = ("Edit", "MultiEdit", "NotebookEdit")
+        # Whether the piece tools return the file's content (ai-experiments' `return-content`);
+        # Claude Code's Edit/MultiEdit return a confirmation or snippet, hence False.
+        pieces_return_content: bool = False
+        # Which older results a newer read hides: "location" (the source rule: same file, any
+        # range), "covering" (newer range contains the older; whole file covers all), "exact".
+        read_range: str = "location"
+        # Tools playing `list_folder` (resource = the directory).
+        list_tools: tuple[str, ...] = ("LS", "Glob")
+        # When a newer listing hides an older one of the same tool and directory: "identical"
+        # arguments (the only provable filters/recursion case), "location" (any), "off".
+        list_rule: str = "identical"
+        # Tools whose results are pinned: never hidden (they still supersede others).
+        pinned_tools: tuple[str, ...] = ()
+        # Whether a failed (is_error) newer call supersedes; the source does not look at errors.
+        error_supersedes: bool = True
+        # Size of a hidden result in tokens (0 = omitted from the prepared conversation).
+        hidden_tokens: float = 0.0
+
+        def __post_init__(self):
+            for f in ("read_tools", "write_tools", "piece_tools", "list_tools", "pinned_tools"):
+                v = getattr(self, f)
+                if isinstance(v, str):
+                    object.__setattr__(self, f, tuple(x.strip() for x in v.split(",") if x.strip()))
+                elif not isinstance(v, tuple):
+                    object.__setattr__(self, f, tuple(v))
+            if self.trigger_tokens < 0:
+                raise ValueError("trigger_tokens must be >= 0")
+            if self.hidden_tokens < 0:
+                raise ValueError("hidden_tokens must be >= 0")
+            if self.read_range not in READ_RANGES:
+                raise ValueError(f"read_range = {self.read_range!r}; allowed: {', '.join(READ_RANGES)}")
+            if self.list_rule not in LIST_RULES:
+                raise ValueError(f"list_rule = {self.list_rule!r}; allowed: {', '.join(LIST_RULES)}")
+            fam = [*self.read_tools, *self.write_tools, *self.piece_tools]
+            dup = {n for n in fam if fam.count(n) > 1} | (set(fam) & set(self.list_tools))
+            if dup:
+                raise ValueError(f"tool(s) {', '.join(sorted(dup))} listed in more than one role")
+
+    # ------------------------------------------------------------------------------------
+    def start_stream(self, ctx: Context) -> None:
+        p = self.params
+        role: dict[int, int] = {}
+        for c in codes(ctx, p.read_tools):
+            role[c] = 0
+        for c in codes(ctx, p.write_tools):
+            role[c] = 1
+        for c in codes(ctx, p.piece_tools):
+            role[c] = 2
+        s = ctx.state
+        s["role"] = role
+        s["list"] = codes(ctx, p.list_tools) if p.list_rule != "off" else set()
+        s["pinned"] = codes(ctx, p.pinned_tools)
+        s["rr"] = TrimmedRereads()
+        self._reset(s, 0)
+
+    @staticmethod
+    def _reset(s: dict[str, Any], pos: int) -> None:
+        s["scan"] = pos
+        s["full"] = 0.0          # original tokens of the partition's blocks scanned so far
+        s["files"] = {}          # resource -> visible results [(pos, role, line_start, line_end)]
+        s["dirs"] = {}           # (tool, resource) -> visible listings [(pos, args)]
+        s["pending"] = []        # superseded, not hidden yet (trigger not reached)
+        s["triggered"] = False
+
+    def on_compaction(self, ctx: Context, pos: int) -> None:
+        self._reset(ctx.state, pos)
+        ctx.state["rr"] = TrimmedRereads()
+
+    def before_request(self, ctx: Context, k: int) -> None:
+        s = ctx.state
+        st = ctx.stream
+        pos = st.r_pos[k]
+        lo = s["scan"]
+        if lo < pos:
+            s["rr"].scan(st, lo, pos, ctx.metrics)
+            self._scan(st, s, lo, pos)
+            s["scan"] = pos
+        pending = s["pending"]
+        if not pending:
+            return
+        if not s["triggered"]:
+            res = st.r_residual[k] if st.r_residual else 0.0
+            if overhead_of(st, st.r_model[k]) + s["full"] + res <= self.params.trigger_tokens:
+                return
+            s["triggered"] = True
+        hidden = self.params.hidden_tokens
+        rr = s["rr"]
+        for q in pending:
+            shrink(ctx, q, hidden, rr)
+        pending.clear()
+
+    def _scan(self, st: Stream, s: dict[str, Any], lo: int, hi: int) -> None:
+        p = self.params
+        role, lists, pinned = s["role"], s["list"], s["pinned"]
+        files, dirs, pending = s["files"], s["dirs"], s["pending"]
+        tokens, bkind, tool, res = st.tokens, st.bkind, st.tool, st.resource
+        full = s["full"]
+        for i in range(lo, hi):
+            full += tokens[i]
+            if bkind[i] != K_TOOL_RESULT:
+                continue
+            t = tool[i]
+            r = res[i]
+            if r < 0:
+                continue
+            supersedes = p.error_supersedes or not st.is_error[i]
+            if t in role:
+                ro = role[t]
+                ls, le = st.line_start[i], st.line_end[i]
+                vis = files.get(r)
+                if vis and supersedes:
+                    if ro == 1 or (ro == 2 and p.pieces_return_content):
+                        keep: list = []
+                    elif ro == 0:
+                        keep = self._read_survivors(vis, ls, le)
+                    else:
+                        keep = vis
+                    if keep is not vis:
+                        for e in vis:
+                            if e not in keep:
+                                pending.append(e[0])
+                        vis = files[r] = keep
+                if t not in pinned:
+                    if vis is None:
+                        files[r] = [(i, ro, ls, le)]
+                    else:
+                        vis.append((i, ro, ls, le))
+            elif t in lists:
+                key = (t, r)
+                vis = dirs.get(key)
+                a = st.args[i]
+                if vis and supersedes:
+                    if p.list_rule == "location":
+                        keep = []
+                    else:
+                        keep = [e for e in vis if e[1] != a]
+                    if len(keep) != len(vis):
+                        pending.extend(e[0] for e in vis if p.list_rule == "location" or e[1] == a)
+                        vis = dirs[key] = keep
+                if t not in pinned:
+                    if vis is None:
+                        dirs[key] = [(i, a)]
+                    else:
+                        vis.append((i, a))
+        s["full"] = full
+
+    def _read_survivors(self, vis: list, ls: int, le: int) -> list:
+        mode = self.params.read_range
+        if mode == "location":
+            return []
+        if ls < 0:
+            # a whole-file read restates everything the older results held
+            return []
+        if mode == "covering":
+            return [e for e in vis if not (e[1] == 0 and covers(ls, le, e[2], e[3]))]
+        return [e for e in vis if not (e[1] == 0 and e[2] == ls and e[3] == le)]
