@@ -369,6 +369,53 @@ def runs_cmd(db, dataset, as_json):
 
 
 @main.command()
+@click.argument("spec_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@DB_OPTION
+@click.option("--dataset", default=None, help="Dataset [default: the spec's, or the only one].")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local worker processes.")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="local: joblib processes; dask: a Dask distributed cluster (pip install 'ctxreplay[dask]').")
+@click.option("--scheduler", default=None, help="Dask scheduler address for --executor dask (tcp://HOST:8786).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def sweep(spec_file, db, dataset, jobs, executor, scheduler, as_json):
+    """Run a parameter sweep from a TOML spec (grid and/or random samples over policy
+    parameters and cache/price settings). Each point is a run grouped under one sweep id.
+
+    Re-running the same spec resumes it: finished points and already stored sessions are
+    skipped. See examples/*.toml.
+    """
+    from .sweep import SpecError, load_spec, run_sweep
+
+    try:
+        spec = load_spec(spec_file)
+    except SpecError as e:
+        _fail(str(e))
+    progress = Progress(TextColumn(f"[bold]sweep {spec.name}"), BarColumn(), TextColumn("{task.completed}/{task.total} "
+                        "session-configs"), TimeRemainingColumn(), console=err, disable=as_json, transient=True)
+    try:
+        with progress:
+            task = progress.add_task("", total=None)
+            res = run_sweep(db, spec, dataset, jobs=jobs, executor=executor, scheduler=scheduler,
+                            on_total=lambda n: progress.update(task, total=n),
+                            on_progress=lambda n: progress.advance(task, n))
+    except (SpecError, store.StoreError) as e:
+        _fail(str(e))
+    summary = {"sweep_id": res.sweep_id, "points": res.points, "points_already_finished": res.skipped_points,
+               "session_configs_run": res.sessions_done, "session_configs_resumed": res.sessions_skipped,
+               "seconds": round(res.seconds, 2),
+               "blocks_configs_per_s": round(res.blocks_configs / res.seconds) if res.seconds else None,
+               "run_ids": res.run_ids}
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    out.print(f"sweep [bold]{res.sweep_id}[/] ({spec.name}): {res.points} points, {res.skipped_points} already "
+              f"finished; {res.sessions_done} session-configs run, {res.sessions_skipped} resumed; "
+              f"{res.seconds:.1f}s ({summary['blocks_configs_per_s'] or 0:,} blocks·configs/s)")
+    out.print(f"compare them: ctxreplay compare --db {db}")
+
+
+@main.command()
 @DB_OPTION
 @click.option("--dataset", default=None, help="Only runs of this dataset.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per run).")

@@ -17,7 +17,9 @@ has them and applied to a whole request whose input exceeds the threshold.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
+import json
 import tomllib
 from dataclasses import asdict, dataclass
 from datetime import date, datetime, timezone
@@ -100,11 +102,15 @@ def _split(v: Any) -> tuple[float | None, int | None, float | None]:
     return float(base), None, None
 
 
+@functools.lru_cache(maxsize=1)
 def library_version() -> str:
     try:
         return "genai-prices " + importlib.metadata.version("genai-prices")
     except importlib.metadata.PackageNotFoundError:
         return "genai-prices (not installed)"
+
+
+_RESOLVED: dict[tuple, Rates] = {}
 
 
 class PriceTable:
@@ -142,7 +148,13 @@ class PriceTable:
     def rates(self, model: str) -> Rates:
         r = self._cache.get(model)
         if r is None:
-            r = self._cache[model] = self._resolve(model)
+            # resolved rates are shared by every table with the same date and overrides, so a
+            # sweep building one table per configuration resolves each model once per process
+            key = (model, self.price_date, json.dumps(self.overrides, sort_keys=True), self.override_file)
+            r = _RESOLVED.get(key)
+            if r is None:
+                r = _RESOLVED[key] = self._resolve(model)
+            self._cache[model] = r
         return r
 
     def _resolve(self, model: str) -> Rates:

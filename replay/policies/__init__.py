@@ -5,15 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Context, ParamError, Policy, did_you_mean
+from .anthropic_clear_tool_uses import AnthropicClearToolUses
+from .claude_code_microcompact import ClaudeCodeMicrocompact
 from .cupel_dedup import CupelDedup
 from .devboy_lru import DevboyLru
+from .jp_compaction import JpCompaction
 from .jp_resource_dedup import JpResourceDedup
 from .noop import Noop
 from .pipeline import Pipeline
+from .supersede import Supersede
 
 REGISTRY: dict[str, type[Policy]] = {
     cls.name: cls
-    for cls in (Noop, DevboyLru, JpResourceDedup, CupelDedup, Pipeline)
+    for cls in (Noop, DevboyLru, JpResourceDedup, CupelDedup, JpCompaction, Supersede, AnthropicClearToolUses,
+                ClaudeCodeMicrocompact, Pipeline)
 }
 
 

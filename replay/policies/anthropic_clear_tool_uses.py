@@ -15,7 +15,15 @@ DESIGN.md section 4. What the documentation says, and how it is replayed:
   is cleared.
 * ``clear_at_least`` (no default): a minimum number of tokens each activation must clear,
   so that the cache invalidation is worth it; when that much cannot be cleared the strategy
-  is not applied. Unset = any amount.
+  is not applied. Unset = any amount. Whether an activation then clears every older result
+  or stops once that minimum is reached is not documented: ``clear_mode="all"`` (default,
+  the plain reading of ``keep``) clears all but the ``keep`` newest; ``"at_least"`` clears
+  the oldest results only until ``clear_at_least`` tokens are cleared, as LangChain's
+  ``ClearToolUsesEdit`` middleware (which mirrors this API) does. With a stateless server,
+  "all" moves the cleared point on every request (each new tool use pushes one more result
+  out of the kept window), which invalidates every cache entry past it; "at_least" clears
+  the same oldest results on every request, so the prefix stays stable after the first
+  activation (and the context grows again).
 * ``exclude_tools`` (default none): tools whose uses and results are never cleared.
 * "Context editing is applied server-side before the prompt reaches Claude. Your client
   application maintains the full, unmodified conversation history." So it is stateless:
@@ -45,6 +53,8 @@ from ..arrays import K_TOOL_RESULT, K_TOOL_USE, Stream
 from .base import Context, Policy
 from .supersede import TrimmedRereads, codes, overhead_of, shrink
 
+CLEAR_MODES = ("all", "at_least")
+
 
 class AnthropicClearToolUses(Policy):
     name = "anthropic_clear_tool_uses"
@@ -64,6 +74,9 @@ class AnthropicClearToolUses(Policy):
         exclude_tools: tuple[str, ...] = ()
         # Also clear the tool_use inputs of cleared results (API default false).
         clear_tool_inputs: bool = False
+        # "all": clear every result but the keep newest; "at_least": oldest first, stop once
+        # clear_at_least tokens are cleared (LangChain's reading; = "all" when clear_at_least unset).
+        clear_mode: str = "all"
         # Size of a cleared tool result, tokens (placeholder text unpublished: assumption).
         placeholder_tokens: float = 10.0
         # Size of a tool_use whose input was cleared, tokens (assumption).
@@ -81,6 +94,8 @@ class AnthropicClearToolUses(Policy):
                 raise ValueError("keep must be >= 0")
             if self.clear_at_least is not None and self.clear_at_least < 0:
                 raise ValueError("clear_at_least must be >= 0 (or None)")
+            if self.clear_mode not in CLEAR_MODES:
+                raise ValueError(f"clear_mode = {self.clear_mode!r}; allowed: {', '.join(CLEAR_MODES)}")
             if self.placeholder_tokens < 0 or self.cleared_input_tokens < 0:
                 raise ValueError("placeholder_tokens and cleared_input_tokens must be >= 0")
 
@@ -99,6 +114,7 @@ class AnthropicClearToolUses(Policy):
         s["cand"] = 0          # calls[:cand] are candidates (all but the keep newest)
         s["saving"] = 0.0      # tokens clearing all candidates would remove
         s["applied"] = 0       # calls[:applied] are cleared now
+        s["stop"] = 0          # "at_least": calls[:stop] are the fewest oldest reaching clear_at_least
 
     def on_compaction(self, ctx: Context, pos: int) -> None:
         self._reset(ctx.state, pos)
@@ -115,32 +131,41 @@ class AnthropicClearToolUses(Policy):
             s["scan"] = pos
         calls = s["calls"]
         cand = max(0, len(calls) - p.keep)
+        cal = p.clear_at_least
+        at_least = p.clear_mode == "at_least" and bool(cal)
         if cand > s["cand"]:
             tokens = st.tokens
             saving = s["saving"]
-            for u, r, ex in calls[s["cand"]:cand]:
+            for j in range(s["cand"], cand):
+                u, r, ex = calls[j]
                 if ex:
                     continue
                 saving += max(0.0, tokens[r] - p.placeholder_tokens)
                 if p.clear_tool_inputs and u >= 0:
                     saving += max(0.0, tokens[u] - p.cleared_input_tokens)
+                if at_least and not s["stop"] and saving >= cal:
+                    s["stop"] = j + 1
             s["saving"] = saving
             s["cand"] = cand
+        if at_least:
+            target = s["stop"]
+            ok = target > 0
+        else:
+            target = cand
+            ok = s["saving"] > 0 and (cal is None or s["saving"] >= cal)
         res = st.r_residual[k] if st.r_residual else 0.0
         full = overhead_of(st, st.r_model[k]) + s["full"] + res
-        active = (full > p.trigger and s["saving"] > 0
-                  and (p.clear_at_least is None or s["saving"] >= p.clear_at_least))
         applied = s["applied"]
-        if active:
-            if cand > applied:
+        if full > p.trigger and ok:
+            if target > applied:
                 rr = s["rr"]
-                for u, r, ex in calls[applied:cand]:
+                for u, r, ex in calls[applied:target]:
                     if ex:
                         continue
                     shrink(ctx, r, p.placeholder_tokens, rr)
                     if p.clear_tool_inputs and u >= 0:
                         shrink(ctx, u, p.cleared_input_tokens, rr)
-                s["applied"] = cand
+                s["applied"] = target
         elif applied:
             # stateless server-side editing: not applied this time, the full history is sent
             tokens = st.tokens

@@ -16,8 +16,9 @@ cache read that would otherwise have happened. Details of the client-side implem
   rest of the conversation (unlike the API's stateless context editing).
 
 Replay: the gap before request k is the timestamp of the newest block before it (the user's
-new message, or the last tool result) minus that of the newest assistant block before that
-one (assistant text, thinking or tool_use); with no timestamps, the previous request's.
+new message, or the last tool result) minus that of the newest assistant block (assistant
+text, thinking or tool_use; 0 when the newest block is one); without block timestamps, the
+time between the previous request and this one.
 Cost: results are listed once as they enter context; a pointer marks how many are cleared.
 """
 

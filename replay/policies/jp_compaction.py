@@ -28,8 +28,9 @@ first block of turn ``current - keep_last + 1`` are changed.
   used" looks at the whole stream (the agent is assumed to act the same afterwards).
 * ``summarize``: offline, no model call: everything before the boundary is replaced by one
   summary of ``summary_tokens`` (default 2,500, about the median Claude Code compaction
-  summary on the shared corpus: 2,477), placed at the start of the conversation. A later
-  summarize folds the old summary into the new one (the prefix is rewritten from the start).
+  summary on the shared corpus: 2,477), placed at the start of the conversation, and never
+  longer than the tokens it replaces. A later summarize folds the old summary into the new
+  one (the prefix is rewritten from the start).
 * ``auto`` (default) = strip-reasoning -> dedup-tools -> strip-tool-results -> prune-tools ->
   summarize, the last only when the context still exceeds ``summarize_threshold`` (0.5) of
   the window. The RFD runs every mechanical step; ``auto_target`` (default None) optionally
@@ -61,7 +62,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..arrays import K_ATTACHMENT, K_THINKING, K_TOOL_RESULT, K_TOOL_USE, TOOL_KIND_CODE, TOOL_KINDS, Stream
-from .base import Context, Policy
+from .base import Context, Policy, did_you_mean
 from .supersede import TrimmedRereads, codes, covers, shrink
 
 STRATEGIES = ("strip-reasoning", "dedup-tools", "strip-tool-results", "strip-attachments", "prune-tools", "summarize")
@@ -131,7 +132,6 @@ class JpCompaction(Policy):
                 if s in NOT_IMPLEMENTED:
                     raise ValueError(NOT_IMPLEMENTED[s])
                 if s != "auto" and s not in STRATEGIES:
-                    from .base import did_you_mean
                     raise ValueError(f"unknown strategy {s!r}{did_you_mean(s, [*STRATEGIES, 'auto'])} "
                                      f"(known: auto, {', '.join(STRATEGIES)})")
             if "auto" in strategies and len(strategies) > 1:
@@ -140,7 +140,8 @@ class JpCompaction(Policy):
                 raise ValueError("a strategy is listed twice")
             bad = [k for k in self.dedup_exclude_kinds if k not in TOOL_KINDS]
             if bad:
-                raise ValueError(f"dedup_exclude_kinds: unknown kind(s) {', '.join(bad)}; known: {', '.join(TOOL_KINDS)}")
+                raise ValueError(f"dedup_exclude_kinds: unknown kind(s) {', '.join(bad)}; "
+                                 f"known: {', '.join(TOOL_KINDS)}")
             if self.keep_last < 0:
                 raise ValueError("keep_last must be >= 0")
             if self.trigger_turn is not None and self.trigger_turn < 1:
@@ -218,9 +219,11 @@ class JpCompaction(Policy):
                 ctx.metrics["step:prune-tools:blocks"] += s["pruned"][0]
                 ctx.metrics["step:prune-tools:tokens"] += s["pruned"][1]
         new = max(0.0, overhead - s["pruned"][1])
-        for m, o in ctx.stream.overhead.items():
-            if o == overhead:
-                s["ov"][m] = new
+        # the engine asks once per model, in the order of stream.overhead
+        models = list(ctx.stream.overhead)
+        idx = len(s["ov"])
+        if idx < len(models):
+            s["ov"][models[idx]] = new
         return new
 
     def _will_fire(self, st: Stream) -> bool:
@@ -363,22 +366,31 @@ class JpCompaction(Policy):
         elif step == "summarize":
             s0 = s["s0"]
             lo = max(s["done"].get(step, s0 + 1), s0 + 1)
+            eff = ctx.eff
+            region = 0.0
             for i in range(lo, boundary):
+                region += eff[i]
                 d = shrink(ctx, i, 0.0, rr)
                 if d:
                     n += 1
                     saved += d
             s["done"][step] = max(lo, boundary)
-            old = ctx.eff[s0]
+            old = eff[s0]
             if s["summary_at"] is None:
+                # the summary replaces block s0 too; it is never longer than what it replaces
                 s["summary_at"] = s0
-                if old != p.summary_tokens:
-                    ctx.set_size(s0, p.summary_tokens)
+                new = min(p.summary_tokens, old + region)
+                if new != old:
+                    ctx.set_size(s0, new)
                     rr.trimmed(st, s0)
-                    n += 1
-                    saved += old - p.summary_tokens
-            elif n:
+                n += 1
+                saved += old - new
+            elif region > 0:
                 # the new summary folds in the old one: the prefix is rewritten from its start
+                new = min(p.summary_tokens, old + region)
+                if new != old:
+                    ctx.set_size(s0, new)
+                saved += old - new
                 if ctx.changed_from is None or s0 < ctx.changed_from:
                     ctx.changed_from = s0
         else:

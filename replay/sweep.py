@@ -1,0 +1,383 @@
+"""Sweeps: a policy's parameters (and cost-model settings) over a grid and/or random samples.
+
+A sweep spec is TOML:
+
+    name = "devboy capacity study"
+    policy = "devboy_lru"
+    [params]                      # fixed parameters of every point
+    verbosity = "standard"
+    [grid]                        # policy parameters: every combination
+    capacity = [1, 2, 3, 5, 8, 13, 0]
+    [cache]                       # cost-model settings, also combined: ttl, breakpoints,
+    ttl = ["log", "1h"]           # observed_evictions, lookback_blocks, min_cacheable, price_date
+    [random]                      # optional: random samples on top of the grid
+    samples = 10
+    seed = 0
+    [random.params]
+    min_body_chars = { low = 0, high = 2000, int = true }
+
+Every point is a run (``runs.sweep_id`` groups them) stored with its full configuration.
+Run ids are derived from the spec, the dataset and the point, so re-running a sweep resumes
+it: finished points are skipped, and within an unfinished point the sessions already stored
+are skipped. Results are written in batches, each batch a transaction holding whole
+sessions; a point is marked finished only when all its sessions are stored, so an
+interrupted sweep never leaves a point that looks finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import pickle
+import random
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from . import __version__, store
+from .arrays import Dataset, load_dataset
+from .cache import CacheConfig
+from .costs import DEFAULT_PRICE_DATE, PriceTable
+from .engine import SESSION_FIGURES, ReplayOptions, replay_session
+from .policies import ParamError, build, did_you_mean
+from .runs import git_sha
+
+SPEC_KEYS = ("name", "policy", "dataset", "params", "grid", "cache", "random", "prices")
+CACHE_KEYS = ("ttl", "breakpoints", "observed_evictions", "lookback_blocks", "min_cacheable", "warm_start",
+              "price_date")
+EXECUTORS = ("local", "dask")
+
+
+class SpecError(ValueError):
+    """A sweep spec that cannot be used; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class Point:
+    params: dict[str, Any]
+    cache: dict[str, Any]
+
+    def key(self) -> str:
+        return json.dumps({"params": self.params, "cache": self.cache}, sort_keys=True, default=list)
+
+
+@dataclass
+class SweepSpec:
+    name: str
+    policy: str
+    params: dict[str, Any] = field(default_factory=dict)
+    grid: dict[str, list] = field(default_factory=dict)
+    cache: dict[str, list] = field(default_factory=dict)
+    random: dict[str, Any] = field(default_factory=dict)
+    dataset: str | None = None
+    prices: str | None = None
+    source: str = ""
+
+    def points(self) -> list[Point]:
+        names = list(self.grid)
+        cache_names = list(self.cache)
+        combos = list(itertools.product(*(self.grid[n] for n in names))) or [()]
+        cache_combos = list(itertools.product(*(self.cache[n] for n in cache_names))) or [()]
+        out: list[Point] = []
+        for c in combos:
+            for cc in cache_combos:
+                out.append(Point({**self.params, **dict(zip(names, c))}, dict(zip(cache_names, cc))))
+        if self.random:
+            rng = random.Random(self.random.get("seed", 0))
+            ranges = self.random.get("params", {})
+            base_points = out if out else [Point(dict(self.params), {})]
+            for _ in range(int(self.random.get("samples", 0))):
+                bp = base_points[rng.randrange(len(base_points))]
+                sampled = {}
+                for pname, r in ranges.items():
+                    if "choices" in r:
+                        sampled[pname] = r["choices"][rng.randrange(len(r["choices"]))]
+                        continue
+                    lo, hi = r["low"], r["high"]
+                    v = rng.uniform(lo, hi)
+                    sampled[pname] = int(round(v)) if r.get("int") else v
+                out.append(Point({**bp.params, **sampled}, dict(bp.cache)))
+        seen, uniq = set(), []
+        for p in out:
+            if p.key() not in seen:
+                seen.add(p.key())
+                uniq.append(p)
+        return uniq
+
+
+def load_spec(path: Path) -> SweepSpec:
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror or e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{path}: not valid TOML: {e}") from e
+    for k in data:
+        if k not in SPEC_KEYS:
+            raise SpecError(f"{path}: unknown key {k!r}{did_you_mean(k, SPEC_KEYS)} (allowed: {', '.join(SPEC_KEYS)})")
+    if "policy" not in data:
+        raise SpecError(f"{path}: missing `policy = NAME`")
+    for section in ("grid", "cache"):
+        for k, v in data.get(section, {}).items():
+            if not isinstance(v, list) or not v:
+                raise SpecError(f"{path}: [{section}] {k} must be a non-empty list of values")
+    for k in data.get("cache", {}):
+        if k not in CACHE_KEYS:
+            raise SpecError(f"{path}: [cache] unknown key {k!r}{did_you_mean(k, CACHE_KEYS)}")
+    rnd = data.get("random", {})
+    for k in rnd:
+        if k not in ("samples", "seed", "params"):
+            raise SpecError(f"{path}: [random] unknown key {k!r}{did_you_mean(k, ['samples', 'seed', 'params'])}")
+    spec = SweepSpec(
+        name=str(data.get("name", Path(path).stem)), policy=data["policy"], params=data.get("params", {}),
+        grid=data.get("grid", {}), cache=data.get("cache", {}), random=rnd, dataset=data.get("dataset"),
+        prices=data.get("prices"), source=str(path),
+    )
+    # fail before any work: every point must build (unknown names get "did you mean")
+    pts = spec.points()
+    if not pts:
+        raise SpecError(f"{path}: the spec has no points")
+    for p in pts:
+        try:
+            build(spec.policy, p.params)
+            _options(p, spec.prices)
+        except (ParamError, ValueError) as e:
+            raise SpecError(f"{path}: {e}") from e
+    return spec
+
+
+def _options(p: Point, prices_file: str | None, detail: bool = False) -> ReplayOptions:
+    cache = {k: v for k, v in p.cache.items() if k != "price_date"}
+    if "lookback_blocks" in cache and cache["lookback_blocks"] in (0, "none", None):
+        cache["lookback_blocks"] = None
+    date = p.cache.get("price_date", DEFAULT_PRICE_DATE)
+    prices = PriceTable.from_toml(Path(prices_file), date) if prices_file else PriceTable(date)
+    return ReplayOptions(CacheConfig(**cache), prices, detail)
+
+
+def sweep_id(spec: SweepSpec, dataset: str) -> str:
+    body = json.dumps({"policy": spec.policy, "points": [p.key() for p in spec.points()], "dataset": dataset,
+                       "prices": spec.prices}, sort_keys=True)
+    return hashlib.blake2b(body.encode(), digest_size=6).hexdigest()
+
+
+def point_run_id(sid: str, p: Point) -> str:
+    return sid + "-" + hashlib.blake2b(p.key().encode(), digest_size=4).hexdigest()
+
+
+# --- workers ------------------------------------------------------------------------------
+
+_WORKER_CACHE: dict[str, Dataset] = {}
+# test hooks: slow each task down, and note each committed batch in a file
+_SLOW_MS = int(os.environ.get("CTXREPLAY_SWEEP_SLOW_MS", "0") or 0)
+_TRACE_FILE = os.environ.get("CTXREPLAY_SWEEP_TRACE")
+
+
+def _dataset_from(path: str) -> Dataset:
+    ds = _WORKER_CACHE.get(path)
+    if ds is None:
+        with open(path, "rb") as fh:
+            ds = pickle.load(fh)
+        _WORKER_CACHE.clear()
+        _WORKER_CACHE[path] = ds
+    return ds
+
+
+def run_task(ds_ref: Any, policy: str, params: dict, cache: dict, prices_file: str | None,
+             session_idx: list[int]) -> list[tuple[str, dict[str, float]]]:
+    """Replay some sessions under one point; ``ds_ref`` is a Dataset or a pickle path."""
+    ds = ds_ref if isinstance(ds_ref, Dataset) else _dataset_from(ds_ref)
+    if _SLOW_MS:
+        time.sleep(_SLOW_MS / 1000)  # tests: make a sweep slow enough to be killed midway
+    pol = build(policy, params)
+    opts = _options(Point(params, cache), prices_file)
+    out = []
+    for i in session_idx:
+        s = ds.sessions[i]
+        out.append((s.session_key, replay_session(s, ds.vocab, pol, opts).figures))
+    return out
+
+
+# --- driver -------------------------------------------------------------------------------
+
+@dataclass
+class SweepResult:
+    sweep_id: str
+    points: int
+    skipped_points: int
+    sessions_done: int
+    sessions_skipped: int
+    seconds: float
+    blocks_configs: int
+    run_ids: list[str]
+
+
+def _chunks(idx: list[int], size: int) -> Iterator[list[int]]:
+    for i in range(0, len(idx), size):
+        yield idx[i:i + size]
+
+
+def run_sweep(
+    db: Path, spec: SweepSpec, dataset: str | None = None, *, jobs: int = 1, executor: str = "local",
+    scheduler: str | None = None, chunk_sessions: int | None = None, batch_rows: int = 2000,
+    on_total: Callable[[int], None] | None = None, on_progress: Callable[[int], None] | None = None,
+    stop_after: int | None = None,
+) -> SweepResult:
+    """Run (or resume) a sweep. ``stop_after`` ends after that many task results (tests)."""
+    if executor not in EXECUTORS:
+        raise SpecError(f"unknown executor {executor!r}{did_you_mean(executor, EXECUTORS)}")
+    t0 = time.perf_counter()
+    con = store.connect(db)
+    try:
+        names = store.dataset_names(con)
+        dataset = dataset or spec.dataset or (names[0] if len(names) == 1 else None)
+        if dataset is None or dataset not in names:
+            raise store.StoreError(f"choose a dataset with --dataset (known: {', '.join(names) or 'none'})")
+        ds = load_dataset(con, dataset)
+        sid = sweep_id(spec, dataset)
+        points = spec.points()
+        todo: list[tuple[int, Point, str, list[int]]] = []
+        skipped_points = skipped_sessions = 0
+        index = {s.session_key: i for i, s in enumerate(ds.sessions)}
+        for p in points:
+            rid = point_run_id(sid, p)
+            row = con.execute("SELECT status FROM runs WHERE run_id = ?", [rid]).fetchone()
+            if row and row[0] == "finished":
+                skipped_points += 1
+                continue
+            done = {r[0] for r in con.execute("SELECT session_key FROM run_sessions WHERE run_id = ?",
+                                              [rid]).fetchall()}
+            skipped_sessions += len(done)
+            if row is None:
+                pol = build(spec.policy, p.params)
+                opts = _options(p, spec.prices)
+                con.execute(
+                    "INSERT INTO runs (run_id, sweep_id, policy, params, cache_config, prices, dataset, git_sha, "
+                    "ctxreplay_version, started_at, status, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+                    [rid, sid, spec.policy, json.dumps(asdict(pol.params), default=list),
+                     json.dumps({**opts.cache.as_dict(), "sweep_spec": spec.source}), json.dumps(opts.prices.describe()),
+                     dataset, git_sha(), __version__, store.now(), os.getpid()])
+            else:
+                con.execute("UPDATE runs SET status = 'running', pid = ? WHERE run_id = ?", [os.getpid(), rid])
+            remaining = [index[k] for k in sorted(index) if k not in done]
+            todo.append((len(todo), p, rid, remaining))
+        total_sessions = sum(len(t[3]) for t in todo)
+        if on_total:
+            on_total(total_sessions)
+        n_workers = max(1, jobs)
+        size = chunk_sessions or max(1, min(64, len(ds.sessions) // (4 * n_workers) or 1))
+        tasks = [(rid, p, chunk) for _, p, rid, rem in todo for chunk in _chunks(rem, size)]
+        remaining_per_run = {rid: len(rem) for _, _, rid, rem in todo}
+        pending: dict[str, list] = {"run_id": [], "session_key": []}
+        for f in SESSION_FIGURES:
+            pending[f] = []
+        pending["extra"] = []
+        done_sessions = 0
+        blocks_per_session = {s.session_key: s.n_blocks for s in ds.sessions}
+        blocks_configs = 0
+        finished_runs: list[str] = []
+
+        def flush(final_runs: list[str]) -> None:
+            with store.transaction(con):
+                if pending["run_id"]:
+                    con.register("_sweep_tmp", pa.table(pending))
+                    try:
+                        cols = ", ".join(pending)
+                        con.execute(f"INSERT INTO run_sessions ({cols}) SELECT {cols} FROM _sweep_tmp")
+                    finally:
+                        con.unregister("_sweep_tmp")
+                for rid in final_runs:
+                    n = con.execute("SELECT count(*) FROM run_sessions WHERE run_id = ?", [rid]).fetchone()[0]
+                    con.execute("UPDATE runs SET status = 'finished', finished_at = ?, n_sessions = ? "
+                                "WHERE run_id = ?", [store.now(), n, rid])
+            if _TRACE_FILE:
+                with open(_TRACE_FILE, "a") as fh:
+                    fh.write(f"{len(pending['run_id'])} {len(final_runs)}\n")
+            for v in pending.values():
+                v.clear()
+
+        results_iter = _execute(ds, spec, tasks, n_workers, executor, scheduler)
+        n_results = 0
+        for rid, res in results_iter:
+            for key, figs in res:
+                pending["run_id"].append(rid)
+                pending["session_key"].append(key)
+                for f in SESSION_FIGURES:
+                    pending[f].append(float(figs[f]))
+                pending["extra"].append(json.dumps({k: v for k, v in figs.items() if k not in SESSION_FIGURES}))
+                blocks_configs += blocks_per_session[key]
+            remaining_per_run[rid] -= len(res)
+            done_sessions += len(res)
+            newly = [rid] if remaining_per_run[rid] == 0 else []
+            finished_runs += newly
+            if len(pending["run_id"]) >= batch_rows or newly:
+                flush(newly)
+            if on_progress:
+                on_progress(len(res))
+            n_results += 1
+            if stop_after is not None and n_results >= stop_after:
+                break
+        flush([])
+        for rid, rem in remaining_per_run.items():
+            if rem == 0 and rid not in finished_runs:  # points with nothing left to do
+                flush([rid])
+        return SweepResult(sid, len(points), skipped_points, done_sessions, skipped_sessions,
+                           time.perf_counter() - t0, blocks_configs, [point_run_id(sid, p) for p in points])
+    finally:
+        con.close()
+
+
+def _execute(ds: Dataset, spec: SweepSpec, tasks: list, jobs: int, executor: str, scheduler: str | None):
+    """Yield (run_id, [(session_key, figures)]) per task, in completion order."""
+    if not tasks:
+        return
+    if executor == "dask":
+        yield from _execute_dask(ds, spec, tasks, scheduler)
+        return
+    if jobs <= 1:
+        for rid, p, chunk in tasks:
+            yield rid, run_task(ds, spec.policy, p.params, p.cache, spec.prices, chunk)
+        return
+    from joblib import Parallel, delayed
+
+    # workers load the arrays once from a pickle (cheaper than sending them with every task)
+    fd, path = tempfile.mkstemp(prefix="ctxreplay-sweep-", suffix=".pkl")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(ds, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        par = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size=1)
+        gen = par(delayed(_task_with_id)(path, spec.policy, p.params, p.cache, spec.prices, chunk, rid)
+                  for rid, p, chunk in tasks)
+        yield from gen
+    finally:
+        os.unlink(path)
+
+
+def _task_with_id(ds_ref, policy, params, cache, prices_file, chunk, rid):
+    return rid, run_task(ds_ref, policy, params, cache, prices_file, chunk)
+
+
+def _execute_dask(ds: Dataset, spec: SweepSpec, tasks: list, scheduler: str | None):
+    try:
+        from distributed import Client, as_completed
+    except ImportError as e:
+        raise SpecError("the dask executor needs the optional extra: pip install 'ctxreplay[dask]'") from e
+    if not scheduler:
+        raise SpecError("--executor dask needs --scheduler ADDRESS (e.g. tcp://10.0.0.5:8786)")
+    client = Client(scheduler)
+    try:
+        ds_future = client.scatter(ds, broadcast=True)
+        futures = [client.submit(_task_with_id, ds_future, spec.policy, p.params, p.cache, spec.prices, chunk, rid,
+                                 pure=False) for rid, p, chunk in tasks]
+        for fut in as_completed(futures):
+            yield fut.result()
+    finally:
+        client.close()

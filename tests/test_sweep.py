@@ -1,0 +1,163 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from replay.cli import main
+from replay.ingest import ingest
+from replay.sweep import SpecError, load_spec, run_sweep
+
+SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample" / "logs"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+SPEC = """
+name = "t"
+policy = "devboy_lru"
+[grid]
+capacity = [1, 3, 0]
+[cache]
+ttl = ["log", "5m"]
+"""
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sweep")
+    db = d / "base.duckdb"
+    ingest([SAMPLE], db, dataset="sample", key_file=d / "key")
+    return db
+
+
+def _copy(db: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "s.duckdb"
+    out.write_bytes(db.read_bytes())
+    return out
+
+
+def _results(db: Path) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute("SELECT run_id, session_key, cost, input_total, cache_read, tokens_delivered, hints, busts "
+                       "FROM run_sessions WHERE run_id IN (SELECT run_id FROM runs WHERE sweep_id IS NOT NULL) "
+                       "ORDER BY 1, 2").fetchall()
+    con.close()
+    return rows
+
+
+def test_grid_points_and_resume_skip_finished(sample_db, tmp_path):
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text(SPEC)
+    spec = load_spec(spec_file)
+    assert len(spec.points()) == 6
+    db = _copy(sample_db, tmp_path)
+    r1 = run_sweep(db, spec)
+    assert (r1.points, r1.skipped_points, r1.sessions_done) == (6, 0, 36)
+    r2 = run_sweep(db, spec)
+    assert (r2.skipped_points, r2.sessions_done) == (6, 0)
+    con = duckdb.connect(str(db), read_only=True)
+    statuses = con.execute("SELECT status, count(*) FROM runs WHERE sweep_id = ? GROUP BY 1", [r1.sweep_id]).fetchall()
+    cfg = json.loads(con.execute("SELECT cache_config FROM runs WHERE sweep_id = ? LIMIT 1", [r1.sweep_id]).fetchone()[0])
+    con.close()
+    assert statuses == [("finished", 6)] and cfg["ttl"] in ("log", "5m")
+
+
+def test_partial_sweep_never_looks_finished_and_resumes_to_the_same_result(sample_db, tmp_path):
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text(SPEC)
+    spec = load_spec(spec_file)
+    full = _copy(sample_db, tmp_path / "a") if (tmp_path / "a").mkdir() is None else None
+    run_sweep(full, spec, chunk_sessions=2)
+    part = tmp_path / "b.duckdb"
+    part.write_bytes(sample_db.read_bytes())
+    run_sweep(part, spec, chunk_sessions=2, batch_rows=1, stop_after=4)
+    con = duckdb.connect(str(part), read_only=True)
+    stored = con.execute("SELECT run_id, count(*) FROM run_sessions GROUP BY 1").fetchall()
+    finished = con.execute("SELECT run_id FROM runs WHERE status = 'finished'").fetchall()
+    con.close()
+    # a point is finished only with all 6 sessions stored
+    counts = dict(stored)
+    assert all(counts.get(r[0]) == 6 for r in finished)
+    assert len(finished) < 6
+    r = run_sweep(part, spec, chunk_sessions=2)
+    assert r.sessions_skipped == sum(counts.values()) - 6 * 0 - sum(counts[f[0]] for f in finished)
+    assert _results(part) == _results(full)
+
+
+def test_jobs_1_and_2_give_identical_results(sample_db, tmp_path):
+    spec = load_spec(EXAMPLES / "devboy_capacity.toml")
+    a = tmp_path / "a.duckdb"
+    b = tmp_path / "b.duckdb"
+    a.write_bytes(sample_db.read_bytes())
+    b.write_bytes(sample_db.read_bytes())
+    run_sweep(a, spec, jobs=1)
+    run_sweep(b, spec, jobs=2)
+    assert _results(a) == _results(b) and len(_results(a)) == 14 * 6
+
+
+def test_kill_midway_and_rerun_equals_uninterrupted(sample_db, tmp_path):
+    spec = EXAMPLES / "devboy_capacity.toml"
+    ref = tmp_path / "ref.duckdb"
+    ref.write_bytes(sample_db.read_bytes())
+    run_sweep(ref, load_spec(spec))
+    db = tmp_path / "k.duckdb"
+    db.write_bytes(sample_db.read_bytes())
+    cmd = [sys.executable, "-m", "replay.cli", "sweep", str(spec), "--db", str(db), "--json"]
+    trace = tmp_path / "trace.txt"
+    env = {**os.environ, "CTXREPLAY_SWEEP_SLOW_MS": "100", "CTXREPLAY_SWEEP_TRACE": str(trace)}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 90
+    # wait until two batches are committed, then kill -9 in the middle of the sweep
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+        if trace.exists() and len(trace.read_text().splitlines()) >= 2:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    con = duckdb.connect(str(db), read_only=True)
+    done = con.execute("SELECT count(*) FROM run_sessions").fetchone()[0]
+    finished = con.execute("SELECT run_id FROM runs WHERE status = 'finished'").fetchall()
+    bad = [r for r in finished
+           if con.execute("SELECT count(*) FROM run_sessions WHERE run_id = ?", [r[0]]).fetchone()[0] != 6]
+    con.close()
+    assert 0 < done < 14 * 6, "the kill must land midway"
+    assert bad == []
+    r = subprocess.run(cmd, env={**os.environ}, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["points_already_finished"] > 0 and out["points_already_finished"] < 14
+    assert _results(db) == _results(ref)
+
+
+def test_spec_errors_name_the_key(tmp_path):
+    f = tmp_path / "bad.toml"
+    f.write_text('policy = "devboy_lru"\n[gird]\ncapacity = [1]\n')
+    with pytest.raises(SpecError, match="did you mean 'grid'"):
+        load_spec(f)
+    f.write_text('policy = "devboy_lru"\n[grid]\ncapacty = [1]\n')
+    with pytest.raises(SpecError, match="did you mean 'capacity'"):
+        load_spec(f)
+    f.write_text('policy = "devboy_lru"\n[cache]\nttl = ["2h"]\n')
+    with pytest.raises(SpecError, match="allowed"):
+        load_spec(f)
+
+
+def test_every_example_spec_loads():
+    from replay.policies import REGISTRY
+
+    for f in sorted(EXAMPLES.glob("*.toml")):
+        spec = load_spec(f)
+        assert spec.policy in REGISTRY and spec.points()
+
+
+def test_sweep_cli(sample_db, tmp_path):
+    db = _copy(sample_db, tmp_path)
+    r = CliRunner().invoke(main, ["sweep", str(EXAMPLES / "devboy_random.toml"), "--db", str(db), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["points"] == 12 and out["session_configs_run"] == 72
