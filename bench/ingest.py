@@ -15,6 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
+# bench/replay.py is named like the package: keep this folder off the import path
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT.parent / "shared" / "logs" / "claude-code"
 

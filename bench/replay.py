@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-# this file is named like the package: keep its own folder off the import path
+# bench/replay.py is named like the package: keep this folder off the import path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 ROOT = Path(__file__).resolve().parents[1]

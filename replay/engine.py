@@ -57,6 +57,8 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
     cfg = opts.cache
     insert = policy.insert_time()
     retro = policy.retroactive()
+    kinds = policy.append_kinds
+    bkind = st.bkind
     # Without retroactive edits a longer entry always dominates the shorter ones it extends.
     cache = StreamCache(cfg, keep_dominated=retro)
     ctx = Context(st, vocab, figs)
@@ -93,7 +95,7 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
                 running = 0.0
                 policy.on_compaction(ctx, j)
             size = eff[j]
-            if insert:
+            if insert and (kinds is None or bkind[j] in kinds):
                 new = policy.on_append(ctx, j, size)
                 if new != size:
                     eff[j] = new
@@ -173,7 +175,7 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
     # blocks after the last request are delivered too (they were appended; no request saw them)
     while j < n_blocks:
         size = eff[j]
-        if insert:
+        if insert and (kinds is None or bkind[j] in kinds):
             size = policy.on_append(ctx, j, size)
         delivered += size
         j += 1

@@ -202,8 +202,14 @@ def run_task(ds_ref: Any, policy: str, params: dict, cache: dict, prices_file: s
     out = []
     for i in session_idx:
         s = ds.sessions[i]
-        out.append((s.session_key, replay_session(s, ds.vocab, pol, opts).figures))
+        figs = replay_session(s, ds.vocab, pol, opts).figures
+        # compact result: the fixed figures as a tuple, the rest (per-step reports) as a dict
+        extra = {k: v for k, v in figs.items() if k not in _FIXED} if len(figs) > len(_FIXED) else None
+        out.append((s.session_key, tuple(figs[f] for f in SESSION_FIGURES), extra))
     return out
+
+
+_FIXED = frozenset(SESSION_FIGURES)
 
 
 # --- driver -------------------------------------------------------------------------------
@@ -273,7 +279,8 @@ def run_sweep(
         if on_total:
             on_total(total_sessions)
         n_workers = max(1, jobs)
-        size = chunk_sessions or max(1, min(64, len(ds.sessions) // (4 * n_workers) or 1))
+        # few large tasks per point: the driver shares the cores with the workers
+        size = chunk_sessions or max(1, -(-len(ds.sessions) // (2 * n_workers)))
         tasks = [(rid, p, chunk) for _, p, rid, rem in todo for chunk in _chunks(rem, size)]
         remaining_per_run = {rid: len(rem) for _, _, rid, rem in todo}
         pending: dict[str, list] = {"run_id": [], "session_key": []}
@@ -307,12 +314,12 @@ def run_sweep(
         results_iter = _execute(ds, spec, tasks, n_workers, executor, scheduler)
         n_results = 0
         for rid, res in results_iter:
-            for key, figs in res:
+            for key, values, extra in res:
                 pending["run_id"].append(rid)
                 pending["session_key"].append(key)
-                for f in SESSION_FIGURES:
-                    pending[f].append(float(figs[f]))
-                pending["extra"].append(json.dumps({k: v for k, v in figs.items() if k not in SESSION_FIGURES}))
+                for f, v in zip(SESSION_FIGURES, values):
+                    pending[f].append(float(v))
+                pending["extra"].append(json.dumps(extra) if extra else "{}")
                 blocks_configs += blocks_per_session[key]
             remaining_per_run[rid] -= len(res)
             done_sessions += len(res)

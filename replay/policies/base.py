@@ -72,6 +72,9 @@ class Policy:
     name: ClassVar[str] = ""
     source: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    # block kinds (KIND_CODE values) on_append needs to see; None = every block. The engine
+    # skips the call for other kinds, which matters in sweeps (it runs per block per config).
+    append_kinds: ClassVar[frozenset[int] | None] = None
 
     @dataclass(frozen=True)
     class Params:

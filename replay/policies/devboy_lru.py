@@ -138,6 +138,8 @@ class DevboyLru(Policy):
             s.entries.clear()
             s.by_path.clear()
 
+    append_kinds = frozenset({K_TOOL_RESULT})
+
     def on_append(self, ctx: Context, i: int, size: float) -> float:
         st = ctx.stream
         if st.bkind[i] != K_TOOL_RESULT:

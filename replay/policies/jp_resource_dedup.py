@@ -136,6 +136,8 @@ class JpResourceDedup(Policy):
         if self.params.reset_on_compaction:
             ctx.state["jp"].reg.clear()
 
+    append_kinds = frozenset({K_TOOL_RESULT, K_ATTACHMENT})
+
     def on_append(self, ctx: Context, i: int, size: float) -> float:
         st = ctx.stream
         kind = st.bkind[i]

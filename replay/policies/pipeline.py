@@ -61,6 +61,8 @@ class Pipeline(Policy):
             steps.append(Step(cls(cls.make_params(dict(spec.get("params") or {}))), f"step:{i}:{cls.name}"))
         self.steps = steps
         self._insert = [s for s in steps if type(s.policy).insert_time()]
+        kinds = [type(s.policy).append_kinds for s in self._insert]
+        self.append_kinds = None if any(k is None for k in kinds) else frozenset().union(*kinds)
         self._retro = [s for s in steps if type(s.policy).retroactive()]
 
     @classmethod
