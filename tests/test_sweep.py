@@ -161,3 +161,22 @@ def test_sweep_cli(sample_db, tmp_path):
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert out["points"] == 12 and out["session_configs_run"] == 72
+
+
+def test_dask_executor_matches_local(sample_db, tmp_path):
+    distributed = pytest.importorskip("distributed") if os.environ.get("CI") != "true" else __import__("distributed")
+    spec = load_spec(EXAMPLES / "devboy_capacity.toml")
+    a = tmp_path / "a.duckdb"
+    b = tmp_path / "b.duckdb"
+    a.write_bytes(sample_db.read_bytes())
+    b.write_bytes(sample_db.read_bytes())
+    run_sweep(a, spec, jobs=1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        run_sweep(b, spec, executor="dask", scheduler=cluster.scheduler_address)
+    assert _results(a) == _results(b)
+
+
+def test_dask_executor_needs_a_scheduler(sample_db, tmp_path):
+    db = _copy(sample_db, tmp_path)
+    with pytest.raises(SpecError, match="--scheduler"):
+        run_sweep(db, load_spec(EXAMPLES / "devboy_capacity.toml"), executor="dask")
