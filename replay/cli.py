@@ -416,6 +416,61 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, as_json):
 
 
 @main.command()
+@click.argument("spec_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@DB_OPTION
+@click.option("--dataset", default=None, help="Dataset [default: the spec's, or the only one].")
+@click.option("--objective", type=click.Choice(["cost", "tokens"]), default="cost", show_default=True,
+              help="Minimize total cost ($) or context tokens summed over requests.")
+@click.option("--max-risk", "max_risk", multiple=True, metavar="FIGURE=VALUE",
+              help="Upper bound on a run figure, e.g. dangling_refs=0, trimmed_reread=20, busts=10 (repeatable).")
+@click.option("--trials", type=click.IntRange(min=1), default=20, show_default=True, help="Configurations to try.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed (same seed, same trials).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
+    """Search a sweep spec's space (its [grid], [cache] and [random.params]) for the best
+    configuration under risk limits, with Optuna's TPE sampler. Every trial is stored as a run."""
+    from . import runs
+    from .sweep import SpecError, load_spec
+    from .tune import parse_limits
+    from .tune import tune as run_tune
+
+    try:
+        spec = load_spec(spec_file)
+        limits = parse_limits(max_risk)
+    except SpecError as e:
+        _fail(str(e))
+    con = _open(db, read_only=False)
+    dataset = _pick_dataset(con, dataset or spec.dataset, db)
+    ds = runs.load(con, dataset)
+    progress = Progress(TextColumn("[bold]tune"), BarColumn(), TextColumn("{task.completed}/{task.total} trials"),
+                        TimeRemainingColumn(), console=err, disable=as_json, transient=True)
+    try:
+        with progress:
+            task = progress.add_task("", total=trials)
+            res = run_tune(con, ds, spec, objective=objective, limits=limits, trials=trials, seed=seed,
+                           on_trial=lambda t: progress.advance(task))
+    except SpecError as e:
+        _fail(str(e))
+    if as_json:
+        click.echo(json.dumps(res, indent=2, default=_json_default))
+        return
+    unit = "$" if objective == "cost" else "tokens "
+    out.print(f"tune [bold]{res['tune_id']}[/]: {res['trials']} trials ({res['feasible_trials']} within limits "
+              f"{res['limits'] or 'none'}), objective {res['figure']}")
+    if not res["best"]:
+        out.print("[red]no configuration met the risk limits[/]")
+        return
+    b = res["best"]
+    out.print(f"best: {json.dumps(b['params'])} {json.dumps(b['cache']) if b['cache'] else ''} -> "
+              f"{unit}{b['objective']:,.2f} (run {b['run_id']})")
+    if res["runner_up"]:
+        out.print(f"  margin over the runner-up {json.dumps(res['runner_up']['params'])}: "
+                  f"{unit}{res['runner_up']['margin']:,.2f}")
+    if res.get("defaults"):
+        out.print(f"  margin over the source's defaults: {unit}{res['defaults']['margin']:,.2f}")
+
+
+@main.command()
 @DB_OPTION
 @click.option("--dataset", default=None, help="Only runs of this dataset.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per run).")
