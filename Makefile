@@ -1,4 +1,5 @@
 # Two entry points for a fresh machine: `make demo` and `make test`.
+# (`make test` needs Debian's chromium and chromium-driver for the report test; .ci/run installs them.)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin

@@ -511,6 +511,40 @@ def compare(db, dataset, as_json):
 
 @main.command()
 @DB_OPTION
+@click.option("--dataset", default=None, help="Dataset [default: the only one].")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for index.html, report.md and img/.")
+@click.option("--objective", type=click.Choice(["cost", "tokens"]), default="cost", show_default=True,
+              help="What the recommendation minimizes.")
+@click.option("--max-risk", "max_risk", multiple=True, metavar="FIGURE=VALUE",
+              help="Risk limit of the recommendation [default: stale_refs=0, dangling_refs=0].")
+def report(db, dataset, out_dir, objective, max_risk):
+    """Write the policy report: dataset overview, baseline fidelity, leaderboard, Pareto plot,
+    sweep heatmaps, cache-price study, per-tool breakdown, risk table, recommendation and a
+    reproducibility footer. index.html is self-contained (works offline)."""
+    from analysis.report import build
+    from .tune import parse_limits
+    from .sweep import SpecError
+
+    try:
+        limits = parse_limits(max_risk) if max_risk else None
+    except SpecError as e:
+        _fail(str(e))
+    con = _open(db)
+    dataset = _pick_dataset(con, dataset, db)
+    con.close()
+    try:
+        res = build(db, dataset, out_dir, objective=objective, max_risk=limits)
+    except ValueError as e:
+        _fail(str(e))
+    out.print(f"wrote {out_dir}/index.html and report.md ({res['runs']} runs, {res['figures']} figures)")
+    rec = res["recommendation"]
+    if rec.get("best"):
+        out.print(f"recommendation ({rec['figure']}, limits {rec['max_risk']}): {rec['best']['label']}")
+
+
+@main.command()
+@DB_OPTION
 @click.option("--dataset", default=None, help="Dataset to validate [default: the only one].")
 @_cache_options
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -589,22 +623,31 @@ def sample_logs_dir() -> Path:
     return tmp
 
 
+DEMO_SWEEP = "devboy_capacity.toml"
+
+
 @main.command()
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=Path("out/demo.duckdb"),
               show_default=True, help="Where the demo database goes (recreated each time).")
 @click.option("--logs", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Log directory to use instead of the embedded sample.")
-def demo(db: Path, logs: Path | None) -> None:
+@click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out/report"),
+              show_default=True, help="Where the report goes.")
+def demo(db: Path, logs: Path | None, report_dir: Path) -> None:
     """Run the whole pipeline on the embedded sample dataset (no logs of your own needed).
 
-    Ingests `datasets/sample/`, replays it with the no-op baseline, checks the baseline's
-    fidelity against the recorded usage and writes the fidelity plot next to the database.
+    Ingests `datasets/sample/`, checks the no-op baseline against the recorded usage,
+    replays every policy at its source's defaults, sweeps devboy's LRU capacity and writes
+    the policy report (index.html + report.md).
     """
+    from analysis.report import build as build_report
+
     from . import runs
     from .engine import ReplayOptions
     from .ingest import ingest as run_ingest
-    from .policies import build
-    from .validate import plot_worst, validate as run_validate
+    from .policies import REGISTRY, build
+    from .sweep import load_spec, run_sweep
+    from .validate import validate as run_validate
 
     logs = logs or sample_logs_dir()
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -618,28 +661,39 @@ def demo(db: Path, logs: Path | None) -> None:
     if summary.failed:
         _fail("the sample did not ingest cleanly; see the messages above")
     con = _open(db, read_only=False)
-    out.rule("[bold]2. sessions")
-    t = Table("session", "streams", "requests", "blocks", "compactions", "block tokens")
-    for r in store.sessions(con, "sample"):
-        t.add_row(r["session_key"], str(r["n_streams"]), str(r["n_requests"]), str(r["n_blocks"]),
-                  str(r["n_compactions"]), f"{r['block_tokens']:,}")
-    out.print(t)
-    out.rule("[bold]3. replay (baseline)")
-    ds = runs.load(con, "sample")
-    opts = ReplayOptions(detail=True)
-    run_id, results = runs.run_policy(con, ds, build("noop"), opts)
-    cost = sum(r.figures["cost"] for r in results)
-    out.print(f"run {run_id}: noop over {len(results)} sessions, {ds.n_requests} requests, simulated cost ${cost:,.2f}")
-    out.rule("[bold]4. fidelity")
-    report = run_validate(con, "sample", opts)
-    plot = plot_worst(report, db.parent / "validate-sample.png")
-    o = report["overall"]
+    out.rule("[bold]2. baseline fidelity")
+    opts = ReplayOptions()
+    rep = run_validate(con, "sample", opts)
+    o = rep["overall"]
     e = o["rel_error"]
-    out.print(f"{o['sessions_within_targets']}/{o['sessions']} sessions within targets; corpus-wide errors: "
-              f"input {e['input_total']:+.2%}, reads {e['cache_read']:+.2%}, writes {e['cache_write']:+.2%}, "
-              f"cost {e['cost']:+.2%}; plot {plot}")
+    out.print(f"no-op replay vs recorded usage: {o['sessions_within_targets']}/{o['sessions']} sessions within "
+              f"targets; input {e['input_total']:+.2%}, reads {e['cache_read']:+.2%}, writes {e['cache_write']:+.2%}, "
+              f"cost {e['cost']:+.2%}")
+    out.rule("[bold]3. every policy at its defaults")
+    ds = runs.load(con, "sample")
+    t = Table("policy", "cost $", "context tokens", "busts")
+    for name in REGISTRY:
+        if name == "pipeline":
+            continue
+        run_id, results = runs.run_policy(con, ds, build(name), ReplayOptions(detail=name == "noop"))
+        tot = {k: sum(r.figures[k] for r in results) for k in ("cost", "context_tokens", "busts")}
+        t.add_row(name, f"{tot['cost']:,.2f}", f"{tot['context_tokens']:,.0f}", f"{tot['busts']:.0f}")
+    out.print(t)
     con.close()
-    out.print(f"[green]demo done[/]: {db}")
+    out.rule("[bold]4. sweep")
+    spec_path = REPO_ROOT / "examples" / DEMO_SWEEP
+    if spec_path.exists():
+        res = run_sweep(db, load_spec(spec_path), "sample")
+        out.print(f"sweep {res.sweep_id}: {res.points} configurations of devboy_lru in {res.seconds:.1f}s")
+    else:
+        out.print(f"[yellow]{spec_path} not found (installed without the repository): sweep skipped[/]")
+    out.rule("[bold]5. report")
+    r = build_report(db, "sample", report_dir)
+    out.print(f"wrote {report_dir}/index.html and {report_dir}/report.md ({r['runs']} runs, {r['figures']} figures)")
+    rec = r["recommendation"]
+    if rec.get("best"):
+        out.print(f"recommendation (minimize {rec['figure']}, {rec['max_risk']}): {rec['best']['label']}")
+    out.print(f"[green]demo done[/]: {db}, {report_dir}/index.html")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,7 +16,8 @@ A sweep spec is TOML:
     [random.params]
     min_body_chars = { low = 0, high = 2000, int = true }
 
-Every point is a run (``runs.sweep_id`` groups them) stored with its full configuration.
+Every point is a run (``runs.sweep_id`` groups them) stored with its full configuration; a
+no-op baseline run is added per distinct cache setting, so every point has its baseline.
 Run ids are derived from the spec, the dataset and the point, so re-running a sweep resumes
 it: finished points are skipped, and within an unfinished point the sessions already stored
 are skipped. Results are written in batches, each batch a transaction holding whole
@@ -64,9 +65,13 @@ class SpecError(ValueError):
 class Point:
     params: dict[str, Any]
     cache: dict[str, Any]
+    policy: str | None = None  # None: the spec's policy; "noop" for the sweep's baselines
 
     def key(self) -> str:
-        return json.dumps({"params": self.params, "cache": self.cache}, sort_keys=True, default=list)
+        body = {"params": self.params, "cache": self.cache}
+        if self.policy:
+            body["policy"] = self.policy
+        return json.dumps(body, sort_keys=True, default=list)
 
 
 @dataclass
@@ -111,6 +116,13 @@ class SweepSpec:
                 seen.add(p.key())
                 uniq.append(p)
         return uniq
+
+    def baselines(self) -> list[Point]:
+        """One no-op point per distinct cache setting: every saving needs its own baseline."""
+        if self.policy == "noop":
+            return []
+        caches = {json.dumps(p.cache, sort_keys=True): p.cache for p in self.points()}
+        return [Point({}, c, "noop") for _, c in sorted(caches.items())]
 
 
 def load_spec(path: Path) -> SweepSpec:
@@ -249,7 +261,7 @@ def run_sweep(
             raise store.StoreError(f"choose a dataset with --dataset (known: {', '.join(names) or 'none'})")
         ds = load_dataset(con, dataset)
         sid = sweep_id(spec, dataset)
-        points = spec.points()
+        points = spec.baselines() + spec.points()
         todo: list[tuple[int, Point, str, list[int]]] = []
         skipped_points = skipped_sessions = 0
         index = {s.session_key: i for i, s in enumerate(ds.sessions)}
@@ -263,12 +275,12 @@ def run_sweep(
                                               [rid]).fetchall()}
             skipped_sessions += len(done)
             if row is None:
-                pol = build(spec.policy, p.params)
+                pol = build(p.policy or spec.policy, p.params)
                 opts = _options(p, spec.prices)
                 con.execute(
                     "INSERT INTO runs (run_id, sweep_id, policy, params, cache_config, prices, dataset, git_sha, "
                     "ctxreplay_version, started_at, status, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
-                    [rid, sid, spec.policy, json.dumps(asdict(pol.params), default=list),
+                    [rid, sid, pol.name, json.dumps(asdict(pol.params), default=list),
                      json.dumps({**opts.cache.as_dict(), "sweep_spec": spec.source}), json.dumps(opts.prices.describe()),
                      dataset, git_sha(), __version__, store.now(), os.getpid()])
             else:
@@ -351,7 +363,7 @@ def _execute(ds: Dataset, spec: SweepSpec, tasks: list, jobs: int, executor: str
         return
     if jobs <= 1:
         for rid, p, chunk in tasks:
-            yield rid, run_task(ds, spec.policy, p.params, p.cache, spec.prices, chunk)
+            yield rid, run_task(ds, p.policy or spec.policy, p.params, p.cache, spec.prices, chunk)
         return
     from joblib import Parallel, delayed
 
@@ -361,7 +373,7 @@ def _execute(ds: Dataset, spec: SweepSpec, tasks: list, jobs: int, executor: str
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(ds, fh, protocol=pickle.HIGHEST_PROTOCOL)
         par = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size=1)
-        gen = par(delayed(_task_with_id)(path, spec.policy, p.params, p.cache, spec.prices, chunk, rid)
+        gen = par(delayed(_task_with_id)(path, p.policy or spec.policy, p.params, p.cache, spec.prices, chunk, rid)
                   for rid, p, chunk in tasks)
         yield from gen
     finally:
@@ -382,7 +394,8 @@ def _execute_dask(ds: Dataset, spec: SweepSpec, tasks: list, scheduler: str | No
     client = Client(scheduler)
     try:
         ds_future = client.scatter(ds, broadcast=True)
-        futures = [client.submit(_task_with_id, ds_future, spec.policy, p.params, p.cache, spec.prices, chunk, rid,
+        futures = [client.submit(_task_with_id, ds_future, p.policy or spec.policy, p.params, p.cache, spec.prices,
+                                 chunk, rid,
                                  pure=False) for rid, p, chunk in tasks]
         for fut in as_completed(futures):
             yield fut.result()

@@ -55,16 +55,17 @@ def test_grid_points_and_resume_skip_finished(sample_db, tmp_path):
     spec_file.write_text(SPEC)
     spec = load_spec(spec_file)
     assert len(spec.points()) == 6
+    assert [p.policy for p in spec.baselines()] == ["noop", "noop"]  # one per TTL setting
     db = _copy(sample_db, tmp_path)
     r1 = run_sweep(db, spec)
-    assert (r1.points, r1.skipped_points, r1.sessions_done) == (6, 0, 36)
+    assert (r1.points, r1.skipped_points, r1.sessions_done) == (8, 0, 48)
     r2 = run_sweep(db, spec)
-    assert (r2.skipped_points, r2.sessions_done) == (6, 0)
+    assert (r2.skipped_points, r2.sessions_done) == (8, 0)
     con = duckdb.connect(str(db), read_only=True)
     statuses = con.execute("SELECT status, count(*) FROM runs WHERE sweep_id = ? GROUP BY 1", [r1.sweep_id]).fetchall()
     cfg = json.loads(con.execute("SELECT cache_config FROM runs WHERE sweep_id = ? LIMIT 1", [r1.sweep_id]).fetchone()[0])
     con.close()
-    assert statuses == [("finished", 6)] and cfg["ttl"] in ("log", "5m")
+    assert statuses == [("finished", 8)] and cfg["ttl"] in ("log", "5m")
 
 
 def test_partial_sweep_never_looks_finished_and_resumes_to_the_same_result(sample_db, tmp_path):
@@ -97,7 +98,7 @@ def test_jobs_1_and_2_give_identical_results(sample_db, tmp_path):
     b.write_bytes(sample_db.read_bytes())
     run_sweep(a, spec, jobs=1)
     run_sweep(b, spec, jobs=2)
-    assert _results(a) == _results(b) and len(_results(a)) == 14 * 6
+    assert _results(a) == _results(b) and len(_results(a)) == 16 * 6
 
 
 def test_kill_midway_and_rerun_equals_uninterrupted(sample_db, tmp_path):
@@ -125,12 +126,12 @@ def test_kill_midway_and_rerun_equals_uninterrupted(sample_db, tmp_path):
     bad = [r for r in finished
            if con.execute("SELECT count(*) FROM run_sessions WHERE run_id = ?", [r[0]]).fetchone()[0] != 6]
     con.close()
-    assert 0 < done < 14 * 6, "the kill must land midway"
+    assert 0 < done < 16 * 6, "the kill must land midway"
     assert bad == []
     r = subprocess.run(cmd, env={**os.environ}, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["points_already_finished"] > 0 and out["points_already_finished"] < 14
+    assert out["points_already_finished"] > 0 and out["points_already_finished"] < 16
     assert _results(db) == _results(ref)
 
 
@@ -160,7 +161,7 @@ def test_sweep_cli(sample_db, tmp_path):
     r = CliRunner().invoke(main, ["sweep", str(EXAMPLES / "devboy_random.toml"), "--db", str(db), "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
-    assert out["points"] == 12 and out["session_configs_run"] == 72
+    assert out["points"] == 13 and out["session_configs_run"] == 78  # 12 points + 1 baseline
 
 
 def test_dask_executor_matches_local(sample_db, tmp_path):
