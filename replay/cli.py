@@ -696,5 +696,9 @@ def demo(db: Path, logs: Path | None, report_dir: Path) -> None:
     out.print(f"[green]demo done[/]: {db}, {report_dir}/index.html")
 
 
+from .cli_privacy import anonymize  # noqa: E402
+
+main.add_command(anonymize)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

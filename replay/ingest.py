@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -158,7 +159,7 @@ def ingest(
             if item is not None:
                 pending.append(item)
                 pending_blocks += item.trace.n_blocks if item.trace else 0
-            if pending_blocks >= batch_blocks:
+            if pending_blocks >= (_BATCH or batch_blocks):
                 _flush(con, pending, summary)
                 pending_blocks = 0
             if on_progress:
@@ -170,8 +171,17 @@ def ingest(
     return summary
 
 
+# test hooks (crash-safety test): per-file delay and a note per committed batch
+_SLOW_MS = int(os.environ.get("CTXREPLAY_INGEST_SLOW_MS", "0") or 0)
+_TRACE_FILE = os.environ.get("CTXREPLAY_INGEST_TRACE")
+_BATCH = int(os.environ.get("CTXREPLAY_INGEST_BATCH_BLOCKS", "0") or 0)
+
+
 def _flush(con, pending: list[store.PendingFile], summary: IngestSummary) -> None:
     store.write_sessions(con, pending)
+    if _TRACE_FILE and pending:
+        with open(_TRACE_FILE, "a") as fh:
+            fh.write(f"{len(pending)}\n")
     for p in pending:
         summary.ingested += 1
         if p.version > 1:
@@ -207,6 +217,8 @@ def _read_unit(
         summary.duplicates += 1
         return None
     report = ReadReport()
+    if _SLOW_MS:
+        time.sleep(_SLOW_MS / 1000)
     reader = reader_for(data)
     try:
         trace = reader.read_session(

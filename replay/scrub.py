@@ -282,6 +282,7 @@ _ID_PREFIX_RX = re2.compile(
     # (PRRT_kwDO..., MDQ6VXNlcj...), libp2p/IPFS peer ids and keys (12D3KooW..., Qm..., CAES...)
     rb"|^[a-z][a-z_]*_01[A-Za-z0-9]{16,}$|^[A-Z]{1,10}_(?:kw|lA|lQ|lg|kg)[A-Za-z0-9_\-]+$|^M[DT][A-Za-z0-9]{1,3}[Oo6]|^12D3KooW|^Qm[1-9A-HJ-NP-Za-km-z]{44}$|^CAES"
 )
+_ID_LEADS = (b"12D3KooW", b"Qm", b"CAES", b"MD", b"MT")  # id prefixes without '_' or '-'
 _SKIP_BEFORE = (b'W/"', b'W/\\"', b"base64,", b"h1:", b"sha256:", b"sha512:", b"sha1:", b"md5:", b"sha384:")
 _CLASS = bytes(
     (1 if 65 <= c <= 90 else 2 if 97 <= c <= 122 else 3 if 48 <= c <= 57 else 4) for c in range(256)
@@ -303,10 +304,15 @@ def entropy_threshold(n: int) -> float:
     return min(4.2, 0.8 * math.log2(max(n, 2)))
 
 
+# For each character class (1 upper, 2 lower, 3 digit, 4 other): that class -> 'x', the rest -> ' '.
+_RUN_MAPS = tuple(bytes(120 if _CLASS[c] == k else 32 for c in range(256)) for k in (1, 2, 3, 4))
+
+
 def _class_switch_rate(s: bytes) -> float:
-    cls = s.translate(_CLASS)
-    switches = sum(1 for a, b in zip(cls, cls[1:]) if a != b)
-    return switches / max(1, len(s) - 1)
+    """Changes of character class (upper/lower/digit/other) per character, counted in C:
+    the number of runs of each class, via translate and split."""
+    runs = sum(len(s.translate(m).split()) for m in _RUN_MAPS)
+    return (runs - 1) / max(1, len(s) - 1)
 
 
 _LOWMAP = bytes(97 if 97 <= c <= 122 else 32 for c in range(256))
@@ -339,7 +345,10 @@ def looks_random(tok: bytes) -> bool:
             return False
     if _word_fraction(core) >= 0.55:
         return False  # made of words: Fleet-Connect-1/build, toHaveBeenCalledWith2
-    if core.startswith(_SKIP_PREFIX) or _ID_PREFIX_RX.match(core):
+    if core.startswith(_SKIP_PREFIX):
+        return False
+    head = core[:14]
+    if (b"_" in head or b"-" in head or core.startswith(_ID_LEADS)) and _ID_PREFIX_RX.match(core):
         return False
     if _class_switch_rate(core) < 0.30:  # identifiers switch character class every few chars
         return False
@@ -364,10 +373,10 @@ def _entropy_spans(b: bytes) -> list[tuple[int, int]]:
             s = b.find(tok, s + 1)  # a substring of a longer run: not this token
         if s < 0:
             continue
+        cursor = s + n
         if b[max(0, s - 8):s].endswith(_SKIP_BEFORE):
             continue
         out.append((s, s + n))
-        cursor = s + n
     return out
 
 
@@ -394,6 +403,8 @@ def _rule_spans(b: bytes) -> list[tuple[int, int, int]]:
             else:
                 s, e = m.span(g)
             value = b[s:e]
+            if b"[REDACTED:" in value:  # already scrubbed: scrub() is idempotent
+                continue
             check = _ASSIGN_CHECKS.get(g) if rule.name == "secret_assignment" else rule.check
             if check is not None and not check(b"", value):
                 continue
@@ -434,10 +445,11 @@ def find(text: str) -> list[Finding]:
     if len(b) == len(text):  # ASCII: byte offsets are character offsets
         return [Finding(rule, s, e) for s, e, rule in found]
     out = []
+    pos_b = pos_c = 0  # byte and character offsets, advanced together (findings are sorted)
     for s, e, rule in found:
-        cs = len(b[:s].decode("utf-8", "surrogatepass"))
-        ce = cs + len(b[s:e].decode("utf-8", "surrogatepass"))
-        out.append(Finding(rule, cs, ce))
+        pos_c += len(b[pos_b:s].decode("utf-8", "surrogatepass"))
+        pos_b = s
+        out.append(Finding(rule, pos_c, pos_c + len(b[s:e].decode("utf-8", "surrogatepass"))))
     return out
 
 

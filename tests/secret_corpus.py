@@ -443,10 +443,10 @@ def _doc_shell_log(g: _Gen) -> Doc:
         lambda: [f"$ mysql -h {g.host()} -u {g.name()} --password={p('password_assignment', g.password())} {g.word()}"],
         lambda: [f"$ curl -u {g.name()}:{p('password_assignment', g.password(True))} https://{g.host()}/api/{g.word()}"],
         lambda: [f"$ huggingface-cli login --token {p('huggingface_token', g.hf_token())}"],
-        lambda: [f"$ gcloud auth print-access-token", p('google_oauth', g.google_oauth())],
+        lambda: ["$ gcloud auth print-access-token", p('google_oauth', g.google_oauth())],
         lambda: [f"$ export ANTHROPIC_API_KEY=\"{p('anthropic_key', g.anthropic_key())}\""],
         lambda: [f"$ docker login -u {g.name()} --password {p('password_assignment', g.password())} ghcr.io"],
-        lambda: [f"$ echo $SLACK_TOKEN", p('slack_token', g.slack_token())],
+        lambda: ["$ echo $SLACK_TOKEN", p('slack_token', g.slack_token())],
     ]
     for f in g.r.sample(opts, g.r.randint(3, 6)):
         lines.extend(f())
@@ -465,7 +465,7 @@ def _doc_stack_trace(g: _Gen) -> Doc:
             "Traceback (most recent call last):",
             f'  File "/srv/app/{g.path()}", line {g.r.randint(10, 400)}, in {g.snake(2)}',
             f"    {g.snake(2)} = engine.connect()",
-            f'  File "/usr/lib/python3.11/site-packages/sqlalchemy/engine/base.py", line 3268, in connect',
+            '  File "/usr/lib/python3.11/site-packages/sqlalchemy/engine/base.py", line 3268, in connect',
             "    return self._connection_cls(self)",
             "sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) connection to server at "
             f'"{g.host()}" (10.0.{g.r.randint(0, 255)}.{g.r.randint(0, 255)}), port 5432 failed: timeout expired',
@@ -481,9 +481,9 @@ def _doc_stack_trace(g: _Gen) -> Doc:
     else:
         tok = p("jwt", g.jwt())
         text = "\n".join([
-            f"Error: Request failed with status code 401",
-            f"    at createError (/app/node_modules/axios/lib/core/createError.js:16:15)",
-            f"    at settle (/app/node_modules/axios/lib/core/settle.js:17:12)",
+            "Error: Request failed with status code 401",
+            "    at createError (/app/node_modules/axios/lib/core/createError.js:16:15)",
+            "    at settle (/app/node_modules/axios/lib/core/settle.js:17:12)",
             f"  config: {{ url: 'https://{g.host()}/v1/{g.word()}', method: 'get',",
             f"    headers: {{ Accept: 'application/json', Authorization: 'Bearer {tok}' }} }}",
         ])
@@ -495,7 +495,7 @@ def _doc_http(g: _Gen) -> Doc:
     tok = p("jwt", g.jwt())
     refresh = p("generic_api_key", g.generic_key())
     text = "\n".join([
-        f"POST /oauth/token HTTP/1.1",
+        "POST /oauth/token HTTP/1.1",
         f"Host: auth.{g.host()}",
         "Content-Type: application/json",
         f"Authorization: Basic {p('bearer_token', base64.b64encode((g.name() + ':' + g.password()).encode()).decode())}",
@@ -630,8 +630,8 @@ def _clean_python(g: _Gen) -> str:
     cls = g.pascal(2)
     out = [f'"""{g.words(8).capitalize()}."""', "", "from __future__ import annotations", "",
            "import hashlib", "import os", "", f"API_KEY = os.environ[\"{g.snake(2).upper()}_API_KEY\"]",
-           f"DB_PASSWORD = os.getenv(\"DB_PASSWORD\")", "", "", f"class {cls}:"]
-    out.append(f"    def __init__(self, username: str, password: str, token: str | None = None):")
+           "DB_PASSWORD = os.getenv(\"DB_PASSWORD\")", "", "", f"class {cls}:"]
+    out.append("    def __init__(self, username: str, password: str, token: str | None = None):")
     out.append("        self.username = username")
     out.append("        self.password_hash = hashlib.sha256(password.encode()).hexdigest()")
     out.append("        self.token = token")
@@ -640,12 +640,12 @@ def _clean_python(g: _Gen) -> str:
         out.append(f"    def {g.snake(3)}(self, {g.snake(2)}: int = {g.r.randint(0, 100)}) -> dict:")
         out.append(f"        \"\"\"{g.words(10).capitalize()}.\"\"\"")
         out.append(f"        {g.snake(2)} = self.{g.snake(2)}({g.snake(2)}, max_tokens=4096, token_type=\"bearer\")")
-        out.append(f"        if not self.token:")
+        out.append("        if not self.token:")
         out.append(f"            raise ValueError(\"{g.words(6)}\")")
         out.append(f"        return {{\"{g.word()}\": {g.snake(2)}, \"password\": None, \"tokenizer\": \"o200k_base\"}}")
     out.append("")
-    out.append(f"def login(username, password=None, *, session=None):")
-    out.append(f"    return session.post(url, auth=(username, password), headers={{\"Authorization\": f\"Bearer {{token}}\"}})")
+    out.append("def login(username, password=None, *, session=None):")
+    out.append("    return session.post(url, auth=(username, password), headers={{\"Authorization\": f\"Bearer {{token}}\"}})")
     return "\n".join(out)
 
 
@@ -729,7 +729,7 @@ def _clean_docker(g: _Gen) -> str:
     out.append(f"Digest: sha256:{g.sha(64)}")
     out.append(f"Status: Downloaded newer image for {g.word()}:latest")
     out.append(f" => [internal] load metadata for docker.io/library/python:3.11-slim  {g.r.random():.1f}s")
-    out.append(f" => CACHED [2/6] WORKDIR /app  0.0s")
+    out.append(" => CACHED [2/6] WORKDIR /app  0.0s")
     out.append(f" => exporting to image  sha256:{g.sha(64)}")
     return "\n".join(out)
 
@@ -825,7 +825,7 @@ def _clean_prose(g: _Gen) -> str:
         out.append("")
     out.append(f"See `{g.path()}` and https://{g.host()}/docs/{g.word()}#{g.word()} for the {g.words(3)}.")
     out.append(f"The token budget is 200k tokens; set `max_tokens` and the password policy in `{g.snake(2)}.yaml`.")
-    out.append(f"Use `export API_KEY=<your key>` or `password: ${{DB_PASSWORD}}`; never commit secrets.")
+    out.append("Use `export API_KEY=<your key>` or `password: ${{DB_PASSWORD}}`; never commit secrets.")
     return "\n".join(out)
 
 

@@ -167,7 +167,31 @@ class _SessionBuilder:
 
     # --- records ------------------------------------------------------------------------
     def add_record(self, line: int, rec: dict[str, Any], stream_key: str, stream_kind: str, agent_id: str | None) -> None:
+        """Add one record; a record of an unexpected shape is skipped whole, with nothing half-added."""
+        tr = self.trace
+        marks = (len(tr.blocks["pos"]), len(tr.requests["req_idx"]), len(tr.compactions["pos"]), len(self.texts))
+        st = self.streams.get(stream_key)
+        st_state = (st.partition, st.user_turn, st.n_blocks, st.n_req, st.last_req, dict(st.req_by_msg)) if st else None
+        try:
+            self._add_record(line, rec, stream_key, stream_kind, agent_id)
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+            for table, n in ((tr.blocks, marks[0]), (tr.requests, marks[1]), (tr.compactions, marks[2])):
+                for col in table.values():
+                    del col[n:]
+            del self.texts[marks[3]:]
+            del self.extra_tokens[marks[3]:]
+            if st_state is not None:
+                st.partition, st.user_turn, st.n_blocks, st.n_req, st.last_req, st.req_by_msg = st_state
+            elif stream_key in self.streams and stream_key != "main":
+                del self.streams[stream_key]
+            self.report.skip("malformed_record", self.path, line, f"{type(e).__name__}: {str(e)[:60]}")
+
+    def _add_record(self, line: int, rec: dict[str, Any], stream_key: str, stream_kind: str,
+                    agent_id: str | None) -> None:
         rtype = rec.get("type")
+        if not isinstance(rtype, str):
+            self.report.skip("unknown_type", self.path, line, f"record type is a {type(rtype).__name__}")
+            return
         uuid = rec.get("uuid")
         if isinstance(uuid, str):
             if uuid in self.seen_uuids:

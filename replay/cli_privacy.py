@@ -1,0 +1,111 @@
+"""``ctxreplay anonymize``: anonymized copies of Claude Code logs, in their original format.
+
+Registered by ``replay/cli.py`` with ``main.add_command(anonymize)``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+err = Console(stderr=True)
+out = Console()
+
+
+def _fail(msg: str, code: int = 1) -> None:
+    err.print(f"[bold red]error:[/] {msg}")
+    sys.exit(code)
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    try:
+        child.resolve().relative_to(parent.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+@click.command("anonymize", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("src", type=click.Path(exists=True, path_type=Path), metavar="IN")
+@click.argument("dst", type=click.Path(file_okay=False, path_type=Path), metavar="OUT")
+@click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Master key for hashes and pseudonyms [default: $CTXREPLAY_KEY_FILE or ~/.config/ctxreplay/key]. "
+                   "Use the key you ingest with, so path pseudonyms match the trace.")
+@click.option("--dataset", default="default", show_default=True,
+              help="Dataset name the per-dataset key is derived for (as in `ctxreplay ingest --dataset`).")
+@click.option("--drop-tool-names", is_flag=True,
+              help="Replace tool names by keyed pseudonyms (policies that look at tool kinds then see `other`).")
+@click.option("--drop-arg-keys", is_flag=True, help="Replace tool-input argument names by keyed pseudonyms.")
+@click.option("--shift-timestamps", is_flag=True,
+              help="Move every timestamp by one keyed per-dataset offset (1-4 years back); gaps are kept exactly.")
+@click.option("--path-style", type=click.Choice(["words", "pseudonym"]), default="words", show_default=True,
+              help="words: token-preserving word pseudonyms per component (every block keeps its exact token "
+                   "count, so policies give the same results). pseudonym: paths become the trace's path "
+                   "pseudonyms (joinable with a trace ingested with the same key; blocks with paths grow ~1%).")
+@click.option("--force", is_flag=True, help="Write into OUT even if it already holds files.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def anonymize(src: Path, dst: Path, key_file: Path | None, dataset: str, drop_tool_names: bool, drop_arg_keys: bool,
+              shift_timestamps: bool, path_style: str, force: bool, as_json: bool, quiet: bool) -> None:
+    """Write anonymized copies of the Claude Code logs under IN into OUT.
+
+    The copies keep the original format (`.jsonl` as JSONL, Stop-hook `.json` as a JSON
+    array, `subagents/` layout) so any tool reading Claude Code logs can read them, and
+    keep what replay needs: record types, usage, timestamps, model names, tool names,
+    argument names, numbers, the parent/tool_use links and, for every text, its exact
+    o200k token count and about its size.
+
+    Every text (prompts, answers, thinking, tool results and inputs, attachments,
+    summaries) is replaced by keyed filler words (equal texts stay equal); paths, ids,
+    session ids, branch names and file names get keyed pseudonyms; secrets are scrubbed
+    before anything is derived from a text. Keep the key file private: with it, short
+    texts can be confirmed by guessing. Files other than .jsonl/.json are not copied.
+    """
+    from .anonymize import anonymize_tree
+
+    if src.is_dir() and _inside(dst, src):
+        _fail(f"OUT ({dst}) is inside IN ({src}); choose a directory outside the logs")
+    if src.is_dir() and _inside(src, dst):
+        _fail(f"IN ({src}) is inside OUT ({dst}); choose another output directory")
+    if dst.exists() and any(dst.iterdir()) and not force:
+        _fail(f"{dst} already holds files; use --force to write into it anyway")
+    progress = Progress(
+        TextColumn("[bold]anonymize"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+        TextColumn("{task.description}"), console=err, disable=quiet or as_json, transient=True,
+    )
+    with progress:
+        task = progress.add_task("", total=None)
+        try:
+            s = anonymize_tree(
+                src, dst, key_file, keep_tool_names=not drop_tool_names, keep_arg_keys=not drop_arg_keys,
+                time_shift=shift_timestamps, path_style=path_style, dataset=dataset,
+                on_total=lambda n: progress.update(task, total=n),
+                on_progress=lambda n, name: progress.update(task, advance=n, description=name[:40]),
+            )
+        except (ValueError, OSError) as e:
+            _fail(str(e))
+    if as_json:
+        click.echo(json.dumps(s.as_dict(), indent=2))
+    else:
+        mbps = s.bytes_in / 1e6 / s.seconds if s.seconds else 0.0
+        out.print(f"[bold]{s.files}[/] files, {s.records:,} records anonymized into {dst} "
+                  f"in {s.seconds:.1f}s ({mbps:.1f} MB/s)")
+        out.print(f"texts replaced: {s.texts_replaced:,} ({s.unique_texts:,} distinct), "
+                  f"secrets removed: {s.secrets_removed:,}, ids: {s.ids_replaced:,}, paths: {s.paths_replaced:,}")
+        out.print(f"bytes: {s.bytes_in:,} in, {s.bytes_out:,} out")
+        if s.blocks_token_mismatch:
+            out.print(f"{s.blocks_token_mismatch} context blocks carrying a path have more tokens than in the raw log "
+                      f"(path pseudonyms are longer than most paths); --path-style words keeps every count exact")
+        if s.lines_dropped:
+            out.print(f"[yellow]{s.lines_dropped} lines were not JSON records and were dropped[/]")
+        if s.skipped_files:
+            out.print(f"{len(s.skipped_files)} file(s) that are not logs were not copied")
+        for f, reason in s.failed:
+            out.print(f"  [red]{f}: {reason}[/]")
+    if s.files == 0 and s.failed:
+        sys.exit(1)
