@@ -55,6 +55,21 @@ def recorded_cost(con, dataset: str, prices) -> dict[str, float]:
     return tot
 
 
+def agent_totals(con, dataset: str | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """run_id -> agent -> summed figures (cost, context tokens, tokens delivered, busts, sessions)."""
+    where = "r.status = 'finished'" + (" AND r.dataset = $ds" if dataset else "")
+    rows = con.execute(
+        f"""SELECT rs.run_id, s.agent, count(*), sum(rs.cost), sum(rs.context_tokens), sum(rs.tokens_delivered),
+                   sum(rs.busts)
+            FROM run_sessions rs JOIN runs r USING (run_id) JOIN sessions s USING (session_key)
+            WHERE {where} GROUP BY ALL""", {"ds": dataset} if dataset else {}).fetchall()
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for run_id, agent, n, cost, ctx, dlv, busts in rows:
+        out.setdefault(run_id, {})[agent] = {"sessions": n, "cost": cost, "context_tokens": ctx,
+                                             "tokens_delivered": dlv, "busts": busts}
+    return out
+
+
 def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
     """Rows for `ctxreplay compare`: figures, deltas vs baseline, baseline fidelity."""
     from replay.costs import PriceTable
@@ -80,6 +95,7 @@ def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
             [b["run_id"], [k[0] for k in keys]]).fetchone()[0] or 0.0
         fidelity[key] = {"recorded_cost": rec["cost"], "baseline_cost": sim,
                          "cost_rel_error": (sim - rec["cost"]) / rec["cost"] if rec["cost"] else None}
+    per_agent = agent_totals(con, dataset)
     for r in df.itertuples(index=False):
         d = r._asdict()
         key = (r.dataset, r.cache_config, r.prices)
@@ -91,8 +107,15 @@ def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
             "figures": {f: _num(d[f]) for f in (*SUM_FIGURES, "cache_write", "hit_rate", "mean_hint_distance")},
             "baseline_run": base["run_id"] if base else None,
             "baseline_fidelity": fidelity.get(key),
+            "by_agent": per_agent.get(r.run_id, {}),
         }
         if base:
+            for agent, fa in row["by_agent"].items():
+                ba = per_agent.get(base["run_id"], {}).get(agent)
+                if ba and ba["cost"]:
+                    fa["cost_saved_pct"] = (ba["cost"] - fa["cost"]) / ba["cost"]
+                    fa["context_saved_pct"] = ((ba["context_tokens"] - fa["context_tokens"]) / ba["context_tokens"]
+                                               if ba["context_tokens"] else None)
             row["delta"] = {f: _num(d[f] - base[f]) for f in ("tokens_delivered", "context_tokens", "input_total",
                                                               "cache_read", "cache_write", "uncached", "cost")}
             row["saved_pct"] = {

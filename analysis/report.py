@@ -122,7 +122,20 @@ def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
             f"{_num(f['context_tokens'])} | {_pct(s.get('context_tokens'))} | {_num(f['tokens_delivered'])} | "
             f"{_pct(f['hit_rate']).lstrip('+')} | {_num(f['busts'])} | {_num(f['bust_tokens'])} | {_num(f['hints'])} | "
             f"{_num(f['dangling_refs'])} | {_num(f['stale_refs'])} | {_num(f['trimmed_reread'])} |")
-    md += ["", _img_md("leaderboard", figures), "", "## Cost saved vs risk", "", _img_md("pareto", figures), ""]
+    md += ["", _img_md("leaderboard", figures), ""]
+    agents = sorted({a for r in rows for a in r.get("by_agent", {})})
+    if agents:
+        md += ["## Per agent", "", "Cost saved vs the baseline, per agent that wrote the logs (runs outside sweeps).",
+               "", "| run | policy | " + " | ".join(f"{a} cost $ | {a} saved" for a in agents) + " |",
+               "|---|---|" + "---|---|" * len(agents)]
+        for r in sorted((r for r in rows if not r["sweep_id"]), key=lambda r: r["policy"]):
+            cells = []
+            for a in agents:
+                fa = r["by_agent"].get(a)
+                cells += [_num(fa["cost"], 2) if fa else "-", _pct(fa.get("cost_saved_pct")) if fa else "-"]
+            md.append(f"| {r['run_id']} | {r['policy']} | " + " | ".join(cells) + " |")
+        md.append("")
+    md += ["## Cost saved vs risk", "", _img_md("pareto", figures), ""]
     if sweeps:
         md += ["## Sweeps", ""]
         for sid in sweeps:

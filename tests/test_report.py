@@ -33,9 +33,34 @@ def test_report_files_and_offline_html(demo):
 
 
 def test_report_numbers_match_compare_json(demo):
-    r = CliRunner().invoke(main, ["compare", "--db", str(demo / "demo.duckdb"), "--json"])
+    _check_numbers(demo / "demo.duckdb", demo / "report")
+
+
+def test_shared_corpus_report_after_every_policy(tmp_path):
+    from conftest import shared_logs
+    from replay.policies import REGISTRY
+
+    logs = shared_logs("claude-code")
+    db = str(tmp_path / "cc.duckdb")
+    runner = CliRunner()
+    assert runner.invoke(main, ["ingest", str(logs), "--db", db, "-q"]).exit_code == 0
+    for name in sorted(REGISTRY):
+        if name != "pipeline":
+            r = runner.invoke(main, ["replay", "--db", db, "--policy", name])
+            assert r.exit_code == 0, (name, r.output)
+    r = runner.invoke(main, ["report", "--db", db, "--out", str(tmp_path / "rep")])
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "rep" / "index.html").read_text()
+    assert "http://" not in html and "https://" not in html
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "Objective: minimize **cost**" in md and "Recommended: **" in md
+    _check_numbers(Path(db), tmp_path / "rep")
+
+
+def _check_numbers(db: Path, rep: Path) -> None:
+    r = CliRunner().invoke(main, ["compare", "--db", str(db), "--json"])
     rows = json.loads(r.output)
-    md = (demo / "report" / "report.md").read_text()
+    md = (rep / "report.md").read_text()
     leaderboard = md.split("## Leaderboard")[1].split("\n## ")[0]
     table = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")]
              for line in leaderboard.splitlines() if line.startswith("| ") and len(line.split("|")[1].strip()) >= 12}
