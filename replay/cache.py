@@ -128,9 +128,12 @@ class StreamCache:
         self.entries = kept
 
     def request_auto(self, model: int, part: int, pos: int, t: int, total: float, ttl_ms: int,
-                     changed_from: int | None, removed: float = 0.0) -> tuple[float, float, float, float]:
-        """OpenAI-style automatic caching: the whole prompt is cached (no write charge); a later
-        request reads the longest cached prefix, counted from 1,024 tokens in 128-token steps."""
+                     changed_from: int | None, removed: float = 0.0, min_tokens: int = OPENAI_MIN,
+                     step: int = OPENAI_STEP) -> tuple[float, float, float, float]:
+        """Automatic (implicit) caching: the whole prompt is cached with no write charge; a later
+        request reads the longest cached prefix of at least ``min_tokens``, counted in
+        ``step``-token increments (OpenAI: from 1,024 in steps of 128; Gemini: per-model
+        minimum, no steps)."""
         bust = 0.0
         if changed_from is not None:
             before = self._best(model, part, pos, t, float("inf"))
@@ -145,10 +148,10 @@ class StreamCache:
         read = 0.0
         if best is not None:
             match = min(best[3], total)
-            if match >= OPENAI_MIN:
-                read = OPENAI_MIN + OPENAI_STEP * ((match - OPENAI_MIN) // OPENAI_STEP)
+            if match >= min_tokens:
+                read = min_tokens + step * ((match - min_tokens) // step)
             best[4] = t + best[5]
-        if total >= OPENAI_MIN:
+        if total >= min_tokens:
             exp = t + ttl_ms
             if not self.keep_dominated:
                 self.entries = [e for e in self.entries if e[0] != model or e[1] != part or e[2] > pos or e[4] > exp]

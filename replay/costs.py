@@ -67,9 +67,13 @@ class Rates:
 def min_cacheable_for(model: str) -> int:
     """Minimum cacheable prefix: 4,096 tokens for Opus 4.5+ and Haiku 4.5, 1,024 for other Claude 4.x.
 
-    OpenAI caches automatically from 1,024 tokens.
+    OpenAI caches automatically from 1,024 tokens; Gemini 2.5 implicitly from 2,048, later
+    Gemini models from 4,096.
     """
     m = model.lower()
+    if "gemini" in m:
+        # implicit caching minimums (ai.google.dev caching docs, updated 2026-10-13)
+        return 2048 if "2.5" in m or "2-5" in m else 4096
     if "haiku-4-5" in m or "haiku-4.5" in m:
         return 4096
     for v in ("opus-4-5", "opus-4-6", "opus-4-7", "opus-4-8", "opus-4-9", "opus-5"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .arrays import EVICT_TOLERANCE, Dataset, Session, Stream, Vocab
-from .cache import OPENAI_RETENTION_MS, TTL_MS, CacheConfig, StreamCache
+from .cache import OPENAI_RETENTION_MS, OPENAI_STEP, TTL_MS, CacheConfig, StreamCache
 from .costs import PriceTable, provider_of
 from .policies.base import METRICS, Context, Policy
 
@@ -68,7 +68,9 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
     ttls = _stream_ttls(st, cfg)
     rates = [opts.prices.rates(m) for m in vocab.models]
     min_c = [cfg.min_cacheable if cfg.min_cacheable is not None else r.min_cacheable for r in rates]
-    auto = [provider_of(m) == "openai" for m in vocab.models]
+    providers = [provider_of(m) for m in vocab.models]
+    auto = [p in ("openai", "google") for p in providers]
+    steps = [OPENAI_STEP if p == "openai" else 1 for p in providers]
     overheads = {m: policy.overhead(ctx, o) for m, o in st.overhead.items()}
     default_overhead = max(overheads.values()) if overheads else 0.0
     n_blocks = st.n_blocks
@@ -145,7 +147,7 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
         if auto[model]:
             read, written, uncached, bust = cache.request_auto(
                 model, part, pos, t, total, ttls[k] if cfg.ttl != "log" else OPENAI_RETENTION_MS, changed_from,
-                removed)
+                removed, min_c[model], steps[model])
         else:
             read, written, uncached, bust = cache.request(
                 model, part, pos, t, total, unc_rec if unc_rec < total else total, overhead, ttls[k], min_c[model],

@@ -168,3 +168,19 @@ def test_openai_automatic_caching_in_128_token_steps():
     assert d["uncached"] == [1_500, 392, 1_810]
     assert d["cache_write_5m"] == [0, 0, 0] and d["cache_write_1h"] == [0, 0, 0]
     assert d["cost"][1] == pytest.approx((392 * 1.25 + 1_408 * 0.125 + 100 * 10) / 1e6)
+
+
+def test_gemini_implicit_caching_minimum_and_no_steps():
+    prices = PriceTable(overrides={"gemini-2.5-pro": {"input": 1.25, "cache_write_5m": 1.25, "cache_write_1h": 1.25,
+                                                       "cache_read": 0.125, "output": 10}})
+    b = TraceBuilder(overhead=1500, models=("gemini-2.5-pro",))
+    b.block(400, "user_text")
+    b.request(ts=0)          # 1,900 < 2,048: not cached
+    b.block(300)
+    b.request(ts=MIN)        # 2,200: nothing readable yet, cached now
+    b.block(77)
+    b.request(ts=2 * MIN)    # reads the exact 2,200 prefix (no 128-token rounding)
+    session, vocab = b.build()
+    d = replay_session(session, vocab, build("noop"), ReplayOptions(CacheConfig(), prices, detail=True)).detail
+    assert d["cache_read"] == [0, 0, 2_200]
+    assert d["uncached"] == [1_900, 2_200, 77]
