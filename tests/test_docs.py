@@ -1,0 +1,14 @@
+from pathlib import Path
+
+from replay.docgen import render_cli, render_policies
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def test_cli_reference_is_current(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    assert (DOCS / "cli.md").read_text() == render_cli(), "run: COLUMNS=100 python -m replay.docgen"
+
+
+def test_policy_catalogue_is_current():
+    assert (DOCS / "policies.md").read_text() == render_policies(), "run: python -m replay.docgen"
