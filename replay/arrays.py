@@ -247,26 +247,28 @@ def eviction_positions(tokens: np.ndarray, overhead: dict[int, float], r: dict[s
     """
     n = len(r["r_pos"])
     out = np.full(n, 1 << 30, dtype=np.int64)
+    if n == 0:
+        return out
     csum = np.concatenate([[0.0], np.cumsum(tokens)])
-    for k in range(n):
-        if not r["r_has_usage"][k]:
-            continue
-        m = int(r["r_model"][k])
-        ov = overhead.get(m, 0.0)
-        read = float(r["r_read"][k])
-        tol = max(64.0, EVICT_TOLERANCE * read)
-        if read + tol < ov:
-            out[k] = -1
-            continue
-        s0 = part_start.get(int(r["r_partition"][k]), 0)
-        hi = int(r["r_pos"][k])
-        # largest p in [s0, hi] with ov + sum(tokens[s0:p]) <= read + tol
-        limit = read + tol - ov - residual[k] + csum[s0]
-        p = max(int(np.searchsorted(csum[s0:hi + 1], limit, side="right")) - 1 + s0, s0)
-        prev_same = k > 0 and r["r_partition"][k - 1] == r["r_partition"][k]
-        if prev_same and p >= int(r["r_pos"][k - 1]):
-            continue  # the read covers everything earlier requests wrote: nothing to evict
-        out[k] = p
+    pos = r["r_pos"].astype(np.int64)
+    part = r["r_partition"]
+    read = r["r_read"].astype(np.float64)
+    ov = np.array([overhead.get(int(m), 0.0) for m in r["r_model"]], dtype=np.float64)
+    s0 = np.array([part_start.get(int(p), 0) for p in part], dtype=np.int64)
+    tol = np.maximum(64.0, EVICT_TOLERANCE * read)
+    # largest p in [s0, pos] with ov + sum(tokens[s0:p]) <= read + tol (csum is non-decreasing,
+    # so one search over the whole stream, clipped to the partition, is the same search)
+    limit = read + tol - ov - residual + csum[s0]
+    p = np.searchsorted(csum, limit, side="right") - 1
+    p = np.minimum(np.maximum(p, s0), pos)
+    prev_pos = np.concatenate([[-1], pos[:-1]])
+    prev_same = np.concatenate([[False], part[1:] == part[:-1]])
+    has = r["r_has_usage"].astype(bool)
+    sys_miss = has & (read + tol < ov)
+    # a read that covers everything earlier requests wrote: nothing to evict
+    evict = has & ~sys_miss & ~(prev_same & (p >= prev_pos))
+    out[evict] = p[evict]
+    out[sys_miss] = -1
     return out
 
 
@@ -291,20 +293,23 @@ def anchor_tokens(bpe: np.ndarray, r: dict[str, np.ndarray], part_start: dict[in
     The overhead of a model (system prompt and tools differ between models) is inferred at
     its first request, where the unfixed blocks keep their ratio-scaled BPE size.
     """
-    pos = r["r_pos"]
-    parts = r["r_partition"]
-    models = r["r_model"]
-    has = r["r_has_usage"]
-    total = (r["r_uncached"] + r["r_w5"] + r["r_w1h"] + r["r_read"]).astype(np.float64)
-    csum = np.concatenate([[0.0], np.cumsum(bpe)])
+    total_arr = (r["r_uncached"] + r["r_w5"] + r["r_w1h"] + r["r_read"]).astype(np.float64)
+    csum_arr = np.concatenate([[0.0], np.cumsum(bpe)])
+    # plain Python lists: this loop runs once per request of every stream of a dataset
+    pos = r["r_pos"].tolist()
+    parts = r["r_partition"].tolist()
+    models = r["r_model"].tolist()
+    has = r["r_has_usage"].tolist()
+    total = total_arr.tolist()
+    csum = csum_arr.tolist()
     n = len(pos)
     ratios = []
     for k in range(1, n):
         if has[k] and has[k - 1] and parts[k] == parts[k - 1] and models[k] == models[k - 1]:
             d = total[k] - total[k - 1]
-            s = csum[pos[k]] - csum[pos[k - 1]]
-            if d > 0 and s > 50:
-                ratios.append(d / s)
+            sb = csum[pos[k]] - csum[pos[k - 1]]
+            if d > 0 and sb > 50:
+                ratios.append(d / sb)
     ratio = float(np.median(ratios)) if ratios else 1.0
     out = bpe * ratio
     overhead: dict[int, float] = {}
@@ -315,25 +320,27 @@ def anchor_tokens(bpe: np.ndarray, r: dict[str, np.ndarray], part_start: dict[in
     fixed_sum = 0.0
     drop = 0.0  # tokens the provider stopped seeing, carried until the next compaction
     for k in range(n):
-        p = int(parts[k])
+        p = parts[k]
         if fixed_part != p:
             fixed_part, fixed_to, fixed_sum, drop = p, part_start.get(p, 0), 0.0, 0.0
         if not has[k]:
             residual[k] = drop
             continue
-        hi = int(pos[k])
+        hi = pos[k]
         lo = fixed_to
-        m = int(models[k])
+        m = models[k]
         if hi < lo:
             residual[k] = drop
             continue
-        seg_sum = float(out[lo:hi].sum())
+        # blocks not yet fixed still hold ratio x BPE
+        ssum = csum[hi] - csum[lo]
+        seg_sum = ssum * ratio
         if m not in overhead:
-            overhead[m] = max(0.0, float(total[k]) - fixed_sum - seg_sum - drop)
+            overhead[m] = max(0.0, total[k] - fixed_sum - seg_sum - drop)
             fixed_to, fixed_sum = hi, fixed_sum + seg_sum
             residual[k] = drop
             continue
-        target = float(total[k]) - overhead[m] - fixed_sum - drop
+        target = total[k] - overhead[m] - fixed_sum - drop
         if target < 0 or (hi == lo and abs(target) > 0.5):
             # The provider saw less than the blocks say (or more with nothing appended):
             # something we cannot see changed. Carry the difference as a residual so the
@@ -344,10 +351,8 @@ def anchor_tokens(bpe: np.ndarray, r: dict[str, np.ndarray], part_start: dict[in
             residual[k] = drop
             continue
         if hi > lo:
-            seg = bpe[lo:hi]
-            ssum = float(seg.sum())
             if ssum > 0:
-                out[lo:hi] = seg * (target / ssum)
+                out[lo:hi] = bpe[lo:hi] * (target / ssum)
             else:
                 out[lo:hi] = 0.0
                 out[hi - 1] = target

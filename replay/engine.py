@@ -41,8 +41,21 @@ class ReplayOptions:
     detail: bool = False
 
 
+# The prefix-sum path for policies that never rewrite history; tests switch it off to check
+# that both paths give the same figures.
+FAST_PATH = True
+
+
 def _stream_ttls(st: Stream, cfg: CacheConfig) -> list[int]:
-    """TTL of the entry each request writes."""
+    """TTL of the entry each request writes (memoized on the stream: sweeps ask per configuration)."""
+    memo = st.__dict__.setdefault("_ttl_memo", {})
+    got = memo.get(cfg.ttl)
+    if got is None:
+        got = memo[cfg.ttl] = _compute_ttls(st, cfg)
+    return got
+
+
+def _compute_ttls(st: Stream, cfg: CacheConfig) -> list[int]:
     if cfg.ttl != "log":
         return [TTL_MS[cfg.ttl]] * st.n_requests
     n1h = sum(1 for x in st.r_w1h if x > 0)
@@ -67,6 +80,8 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
     partition = st.partition
     ttls = _stream_ttls(st, cfg)
     rates = [opts.prices.rates(m) for m in vocab.models]
+    tiered = [r.tier_threshold is not None for r in rates]
+    per_model = [[0.0, 0.0, 0.0, 0.0, 0.0] for _ in rates]
     min_c = [cfg.min_cacheable if cfg.min_cacheable is not None else r.min_cacheable for r in rates]
     providers = [provider_of(m) for m in vocab.models]
     auto = [p in ("openai", "google") for p in providers]
@@ -87,30 +102,68 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
     delivered = 0.0
     first = True
     n_req = 0
+    # Fast path for policies that never rewrite history: precomputed per stream (and reused by
+    # every configuration), prefix sums of the baseline sizes and the positions worth a call.
+    fast = FAST_PATH and not retro
+    if fast:
+        csum, events, epos = _fast_index(st, kinds if insert else frozenset())
+        n_events = len(events)
+        e_i = 0
+        pstart = 0
+        delta = 0.0
+        total_delta = 0.0
     s_total = s_unc = s_read = s_w5 = s_w1h = s_out = s_cost = s_busts = s_bust_tokens = 0.0
     for k in range(st.n_requests):
         pos = r_pos[k]
         part = r_part[k]
-        while j < pos and j < n_blocks:
-            if partition[j] != cur_part:
-                cur_part = partition[j]
-                running = 0.0
-                policy.on_compaction(ctx, j)
-            size = eff[j]
-            if insert and (kinds is None or bkind[j] in kinds):
-                new = policy.on_append(ctx, j, size)
+        if fast:
+            # only the blocks the policy looks at (and partition starts) are visited; the rest
+            # of the context grows by prefix sums of the baseline sizes
+            hi = pos if pos < n_blocks else n_blocks
+            while e_i < n_events and epos[e_i] < hi:
+                ev = events[e_i]
+                e_i += 1
+                if ev < 0:  # a partition starts at block -ev - 1
+                    b = -ev - 1
+                    cur_part = partition[b]
+                    pstart = b
+                    delta = 0.0
+                    policy.on_compaction(ctx, b)
+                    continue
+                size = eff[ev]
+                new = policy.on_append(ctx, ev, size)
                 if new != size:
-                    eff[j] = new
+                    eff[ev] = new
                     figs["blocks_changed"] += 1
                     figs["tokens_saved"] += size - new
-                    size = new
-            running += size
-            delivered += size
-            j += 1
+                    delta += new - size
+                    total_delta += new - size
+            if hi > j:
+                j = hi
+            running = csum[j] - csum[pstart] + delta
+        else:
+            while j < pos and j < n_blocks:
+                if partition[j] != cur_part:
+                    cur_part = partition[j]
+                    running = 0.0
+                    policy.on_compaction(ctx, j)
+                size = eff[j]
+                if insert and (kinds is None or bkind[j] in kinds):
+                    new = policy.on_append(ctx, j, size)
+                    if new != size:
+                        eff[j] = new
+                        figs["blocks_changed"] += 1
+                        figs["tokens_saved"] += size - new
+                        size = new
+                running += size
+                delivered += size
+                j += 1
         if part != cur_part:
             # a compaction boundary right before the request, with no block after it yet
             cur_part = part
             running = 0.0
+            pstart = j
+            delta = 0.0
             policy.on_compaction(ctx, pos)
         changed_from = None
         removed = 0.0
@@ -157,7 +210,17 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
         else:
             w5, w1h = written, 0.0
         out = r_out[k]
-        cost = rates[model].cost(uncached, w5, w1h, read, out)
+        if detail is not None or tiered[model]:
+            cost = rates[model].cost(uncached, w5, w1h, read, out)
+            s_cost += cost
+        else:
+            # cost is linear in the token categories: sum them per model, price once per stream
+            acc = per_model[model]
+            acc[0] += uncached
+            acc[1] += w5
+            acc[2] += w1h
+            acc[3] += read
+            acc[4] += out
         n_req += 1
         s_total += total
         s_unc += uncached
@@ -165,7 +228,6 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
         s_w5 += w5
         s_w1h += w1h
         s_out += out
-        s_cost += cost
         if bust > 0:
             s_busts += 1
             s_bust_tokens += bust
@@ -175,7 +237,22 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
             for name, v in zip(REQUEST_FIGURES, (total, uncached, read, w5, w1h, out, cost, bust)):
                 detail[name].append(v)
     # blocks after the last request are delivered too (they were appended; no request saw them)
-    while j < n_blocks:
+    if fast:
+        while e_i < n_events:
+            ev = events[e_i]
+            e_i += 1
+            if ev < 0:
+                policy.on_compaction(ctx, -ev - 1)
+                continue
+            size = eff[ev]
+            new = policy.on_append(ctx, ev, size)
+            if new != size:
+                eff[ev] = new
+                figs["blocks_changed"] += 1
+                figs["tokens_saved"] += size - new
+                total_delta += new - size
+        delivered = csum[n_blocks] + total_delta
+    while not fast and j < n_blocks:
         size = eff[j]
         if insert and (kinds is None or bkind[j] in kinds):
             size = policy.on_append(ctx, j, size)
@@ -189,10 +266,40 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
     figs["cache_write_5m"] += s_w5
     figs["cache_write_1h"] += s_w1h
     figs["output"] += s_out
+    for m, acc in enumerate(per_model):
+        if any(acc):
+            s_cost += rates[m].cost(*acc)
     figs["cost"] += s_cost
     figs["busts"] += s_busts
     figs["bust_tokens"] += s_bust_tokens
     figs["tokens_delivered"] += delivered
+
+
+def _fast_index(st: Stream, kinds) -> tuple[list[float], list[int], list[int]]:
+    """(prefix sums of the baseline block sizes, events, their positions) of a stream, memoized.
+
+    Events are block positions the policy wants to see (its append_kinds; every block when
+    it has none) and partition starts encoded as -(position + 1), in position order.
+    """
+    memo = st.__dict__.setdefault("_fast_memo", {})
+    got = memo.get(kinds)
+    if got is None:
+        csum = [0.0]
+        acc = 0.0
+        for x in st.tokens:
+            acc += x
+            csum.append(acc)
+        part = st.partition
+        events, epos = [], []
+        for i in range(st.n_blocks):
+            if i > 0 and part[i] != part[i - 1]:
+                events.append(-(i + 1))
+                epos.append(i)
+            if kinds is None or st.bkind[i] in kinds:
+                events.append(i)
+                epos.append(i)
+        got = memo[kinds] = (csum, events, epos)
+    return got
 
 
 def replay_session(session: Session, vocab: Vocab, policy: Policy, opts: ReplayOptions) -> SessionResult:

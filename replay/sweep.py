@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from . import __version__, store
@@ -203,22 +204,35 @@ def _dataset_from(path: str) -> Dataset:
     return ds
 
 
+@dataclass
+class TaskResult:
+    """Column-wise results of one task, cheap to send back and to write."""
+
+    session_keys: list[str]
+    values: np.ndarray  # sessions x SESSION_FIGURES
+    extras: list[str]  # JSON of figures beyond the fixed columns (pipeline steps, reports)
+
+    def __len__(self) -> int:
+        return len(self.session_keys)
+
+
 def run_task(ds_ref: Any, policy: str, params: dict, cache: dict, prices_file: str | None,
-             session_idx: list[int]) -> list[tuple[str, dict[str, float]]]:
+             session_idx: list[int]) -> TaskResult:
     """Replay some sessions under one point; ``ds_ref`` is a Dataset or a pickle path."""
     ds = ds_ref if isinstance(ds_ref, Dataset) else _dataset_from(ds_ref)
     if _SLOW_MS:
         time.sleep(_SLOW_MS / 1000)  # tests: make a sweep slow enough to be killed midway
     pol = build(policy, params)
     opts = _options(Point(params, cache), prices_file)
-    out = []
+    keys, rows, extras = [], [], []
     for i in session_idx:
         s = ds.sessions[i]
         figs = replay_session(s, ds.vocab, pol, opts).figures
-        # compact result: the fixed figures as a tuple, the rest (per-step reports) as a dict
-        extra = {k: v for k, v in figs.items() if k not in _FIXED} if len(figs) > len(_FIXED) else None
-        out.append((s.session_key, tuple(figs[f] for f in SESSION_FIGURES), extra))
-    return out
+        keys.append(s.session_key)
+        rows.append([figs[f] for f in SESSION_FIGURES])
+        extras.append(json.dumps({k: v for k, v in figs.items() if k not in _FIXED}) if len(figs) > len(_FIXED)
+                      else "{}")
+    return TaskResult(keys, np.asarray(rows, dtype=np.float64).reshape(len(keys), len(SESSION_FIGURES)), extras)
 
 
 _FIXED = frozenset(SESSION_FIGURES)
@@ -259,7 +273,10 @@ def run_sweep(
         dataset = dataset or spec.dataset or (names[0] if len(names) == 1 else None)
         if dataset is None or dataset not in names:
             raise store.StoreError(f"choose a dataset with --dataset (known: {', '.join(names) or 'none'})")
-        ds = load_dataset(con, dataset)
+        warming = _start_workers(jobs) if executor == "local" and jobs > 1 else None
+        ds = load_dataset(con, dataset)  # worker start-up overlaps this load
+        if warming is not None:
+            warming.join()
         sid = sweep_id(spec, dataset)
         points = spec.baselines() + spec.points()
         todo: list[tuple[int, Point, str, list[int]]] = []
@@ -295,22 +312,27 @@ def run_sweep(
         size = chunk_sessions or max(1, -(-len(ds.sessions) // (2 * n_workers)))
         tasks = [(rid, p, chunk) for _, p, rid, rem in todo for chunk in _chunks(rem, size)]
         remaining_per_run = {rid: len(rem) for _, _, rid, rem in todo}
-        pending: dict[str, list] = {"run_id": [], "session_key": []}
-        for f in SESSION_FIGURES:
-            pending[f] = []
-        pending["extra"] = []
+        pending: list[tuple[str, TaskResult]] = []
+        pending_rows = 0
         done_sessions = 0
         blocks_per_session = {s.session_key: s.n_blocks for s in ds.sessions}
         blocks_configs = 0
         finished_runs: list[str] = []
 
         def flush(final_runs: list[str]) -> None:
+            nonlocal pending_rows
             with store.transaction(con):
-                if pending["run_id"]:
-                    con.register("_sweep_tmp", pa.table(pending))
+                if pending:
+                    vals = np.concatenate([r.values for _, r in pending])
+                    cols = {"run_id": [rid for rid, r in pending for _ in range(len(r))],
+                            "session_key": [k for _, r in pending for k in r.session_keys]}
+                    for j, f in enumerate(SESSION_FIGURES):
+                        cols[f] = vals[:, j]
+                    cols["extra"] = [e for _, r in pending for e in r.extras]
+                    con.register("_sweep_tmp", pa.table(cols))
                     try:
-                        cols = ", ".join(pending)
-                        con.execute(f"INSERT INTO run_sessions ({cols}) SELECT {cols} FROM _sweep_tmp")
+                        names = ", ".join(cols)
+                        con.execute(f"INSERT INTO run_sessions ({names}) SELECT {names} FROM _sweep_tmp")
                     finally:
                         con.unregister("_sweep_tmp")
                 for rid in final_runs:
@@ -319,25 +341,21 @@ def run_sweep(
                                 "WHERE run_id = ?", [store.now(), n, rid])
             if _TRACE_FILE:
                 with open(_TRACE_FILE, "a") as fh:
-                    fh.write(f"{len(pending['run_id'])} {len(final_runs)}\n")
-            for v in pending.values():
-                v.clear()
+                    fh.write(f"{pending_rows} {len(final_runs)}\n")
+            pending.clear()
+            pending_rows = 0
 
         results_iter = _execute(ds, spec, tasks, n_workers, executor, scheduler)
         n_results = 0
         for rid, res in results_iter:
-            for key, values, extra in res:
-                pending["run_id"].append(rid)
-                pending["session_key"].append(key)
-                for f, v in zip(SESSION_FIGURES, values):
-                    pending[f].append(float(v))
-                pending["extra"].append(json.dumps(extra) if extra else "{}")
-                blocks_configs += blocks_per_session[key]
+            pending.append((rid, res))
+            pending_rows += len(res)
+            blocks_configs += sum(blocks_per_session[k] for k in res.session_keys)
             remaining_per_run[rid] -= len(res)
             done_sessions += len(res)
             newly = [rid] if remaining_per_run[rid] == 0 else []
             finished_runs += newly
-            if len(pending["run_id"]) >= batch_rows or newly:
+            if pending_rows >= batch_rows or newly:
                 flush(newly)
             if on_progress:
                 on_progress(len(res))
@@ -378,6 +396,21 @@ def _execute(ds: Dataset, spec: SweepSpec, tasks: list, jobs: int, executor: str
         yield from gen
     finally:
         os.unlink(path)
+
+
+def _noop() -> int:
+    return os.getpid()
+
+
+def _start_workers(jobs: int):
+    """Spawn joblib's (reusable) worker processes in a background thread; returns the thread."""
+    import threading
+
+    from joblib import Parallel, delayed
+
+    th = threading.Thread(target=lambda: Parallel(n_jobs=jobs)(delayed(_noop)() for _ in range(jobs)), daemon=True)
+    th.start()
+    return th
 
 
 def _task_with_id(ds_ref, policy, params, cache, prices_file, chunk, rid):

@@ -98,3 +98,19 @@ def test_every_policy_is_documented(name):
 
     mod = importlib.import_module(cls.__module__)
     assert mod.__doc__ and len(mod.__doc__) > 100
+
+
+@pytest.mark.parametrize("name,params", [(n, p) for n, p in policies() if not build(n, p).retroactive()])
+def test_fast_path_equals_block_by_block(name, params, monkeypatch):
+    import replay.engine as engine
+
+    b = realistic(dup=True)
+    session, vocab = b.build()
+    fast = replay_session(session, vocab, build(name, params), opts())
+    session, vocab = realistic(dup=True).build()
+    monkeypatch.setattr(engine, "FAST_PATH", False)
+    slow = replay_session(session, vocab, build(name, params), opts())
+    for k in fast.figures:
+        assert fast.figures[k] == pytest.approx(slow.figures[k], rel=1e-12, abs=1e-9), k
+    for k in fast.detail:
+        assert fast.detail[k] == pytest.approx(slow.detail[k], rel=1e-12, abs=1e-9), k
