@@ -92,3 +92,38 @@ def load_records(path: Path, data: bytes, report: ReadReport) -> list[tuple[int,
             continue
         out.append((i, rec))
     return out
+
+
+def finish_session(tr, keys, streams, primary: str, *, versions, t_min, t_max, models,
+                   resumed_records: int = 0):
+    """Stamp a built trace with its keyed session id and fill the streams and sessions rows.
+
+    ``streams`` are the reader's stream objects (``sid``, ``kind``, ``agent_id``, ``n_req``,
+    ``n_blocks``); ``primary`` is the live session id of the file.
+    """
+    skey = keys.short("session", tr.session["file_key"] + "\0" + primary, 16)
+    for table in (tr.blocks, tr.requests, tr.compactions):
+        table["session_key"] = [skey] * len(table["session_key"])
+    s = tr.streams
+    streams = list(streams)
+    for st in streams:
+        s["session_key"].append(skey)
+        s["stream_id"].append(st.sid)
+        s["kind"].append(st.kind)
+        s["agent_id"].append(keys.short("agent", st.agent_id, 12) if st.agent_id else None)
+        s["n_requests"].append(st.n_req)
+        s["n_blocks"].append(st.n_blocks)
+    tr.session.update(
+        session_key=skey,
+        session_id=keys.short("session_id", primary, 16),
+        agent_version=",".join(sorted(versions)) or None,
+        started_at=t_min,
+        ended_at=t_max,
+        n_streams=len(streams),
+        n_requests=tr.n_requests,
+        n_blocks=tr.n_blocks,
+        n_compactions=len(tr.compactions["pos"]),
+        models=",".join(sorted(models)) or None,
+        resumed_records=resumed_records,
+    )
+    return tr

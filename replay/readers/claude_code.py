@@ -30,7 +30,7 @@ from ..blocktext import canonical_json, tool_result_parts, tool_use_text
 from ..keys import Keyring
 from ..tokens import count_many, image_tokens
 from ..trace import SessionTrace, tool_kind
-from .base import FileError, ReadReport, load_records
+from .base import FileError, ReadReport, finish_session, load_records
 
 AGENT = "claude-code"
 
@@ -388,31 +388,9 @@ class _SessionBuilder:
         counts = count_many(self.texts) if counter_texts else [0] * len(self.texts)
         tr.blocks["tokens"] = [c + e for c, e in zip(counts, self.extra_tokens)]
         primary = self.primary_session or (sorted(self.session_ids)[0] if self.session_ids else self.path.stem)
-        skey = self.keys.short("session", tr.session["file_key"] + "\0" + primary, 16)
-        for table in (tr.blocks, tr.requests, tr.compactions):
-            table["session_key"] = [skey] * len(table["session_key"])
-        for key, st in self.streams.items():
-            s = tr.streams
-            s["session_key"].append(skey)
-            s["stream_id"].append(st.sid)
-            s["kind"].append(st.kind)
-            s["agent_id"].append(self.keys.short("agent", st.agent_id, 12) if st.agent_id else None)
-            s["n_requests"].append(st.n_req)
-            s["n_blocks"].append(st.n_blocks)
-        tr.session.update(
-            session_key=skey,
-            session_id=self.keys.short("session_id", primary, 16),
-            agent_version=",".join(sorted(self.versions)) or None,
-            started_at=self.t_min,
-            ended_at=self.t_max,
-            n_streams=len(self.streams),
-            n_requests=tr.n_requests,
-            n_blocks=tr.n_blocks,
-            n_compactions=len(tr.compactions["pos"]),
-            models=",".join(sorted(self.models)) or None,
-            resumed_records=self.resumed_records,
-        )
-        return tr
+        return finish_session(tr, self.keys, self.streams.values(), primary, versions=self.versions,
+                              t_min=self.t_min, t_max=self.t_max, models=self.models,
+                              resumed_records=self.resumed_records)
 
 
 def _primary_session_id(records: Iterable[tuple[int, dict]]) -> str | None:

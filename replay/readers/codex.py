@@ -41,7 +41,7 @@ from ..blocktext import canonical_json, tool_use_text
 from ..keys import Keyring
 from ..tokens import count_many, image_tokens
 from ..trace import SessionTrace
-from .base import FileError, ReadReport, load_records
+from .base import FileError, ReadReport, finish_session, load_records
 from .claude_code import parse_ts
 
 AGENT = "codex"
@@ -246,30 +246,8 @@ class TraceBuilder:
             (ov if ov is not None else c) + e for c, e, ov in zip(counts, self.extra_tokens, self.token_override)
         ]
         primary = session_id or self.path.stem
-        skey = self.keys.short("session", tr.session["file_key"] + "\0" + primary, 16)
-        for table in (tr.blocks, tr.requests, tr.compactions):
-            table["session_key"] = [skey] * len(table["session_key"])
-        s = tr.streams
-        for st in self.streams:
-            s["session_key"].append(skey)
-            s["stream_id"].append(st.sid)
-            s["kind"].append(st.kind)
-            s["agent_id"].append(self.keys.short("agent", st.agent_id, 12) if st.agent_id else None)
-            s["n_requests"].append(st.n_req)
-            s["n_blocks"].append(st.n_blocks)
-        tr.session.update(
-            session_key=skey,
-            session_id=self.keys.short("session_id", primary, 16),
-            agent_version=",".join(sorted(self.versions)) or None,
-            started_at=self.t_min,
-            ended_at=self.t_max,
-            n_streams=len(self.streams),
-            n_requests=tr.n_requests,
-            n_blocks=tr.n_blocks,
-            n_compactions=len(tr.compactions["pos"]),
-            models=",".join(sorted(self.models)) or None,
-            resumed_records=0,
-        )
+        finish_session(tr, self.keys, self.streams, primary, versions=self.versions, t_min=self.t_min,
+                       t_max=self.t_max, models=self.models)
         return tr
 
 
