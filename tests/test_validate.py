@@ -132,3 +132,19 @@ def test_shared_codex_cached_input_reproduced(tmp_path):
     assert codex["sessions"] == 5
     assert abs(codex["rel_error"]["input_total"]) < 1e-6
     assert abs(codex["rel_error"]["cache_read"]) <= 0.03  # recorded cached_input_tokens, corpus-wide
+
+
+def test_all_35_shared_files_ingest_and_every_agent_is_covered(tmp_path):
+    logs = shared_logs("claude-code").parent
+    db = tmp_path / "all.duckdb"
+    s = ingest([logs], db, key_file=tmp_path / "key")
+    assert s.failed == [] and s.sessions == 35
+    assert set(s.report.skipped) <= {"missing_usage"}  # 3 Codex responses cut off before their token_count
+    con = store.connect(db, read_only=True)
+    agents = dict(con.execute("SELECT agent, count(*) FROM sessions GROUP BY 1").fetchall())
+    rep = validate(con, "default", ReplayOptions())
+    con.close()
+    assert agents == {"claude-code": 27, "codex": 5, "copilot-cli": 2, "gemini-cli": 1}
+    by = rep["overall"]["by_agent"]
+    assert by["codex"]["sessions"] == 5 and by["claude-code"]["sessions"] == 27
+    assert by["gemini-cli"]["sessions"] == 0 and "no input usage" in by["gemini-cli"]["note"]
