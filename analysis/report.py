@@ -52,7 +52,6 @@ def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
         con.close()
     if not rows:
         raise ValueError(f"no finished runs for dataset {dataset!r}; run `ctxreplay replay` first")
-    by_id = {r["run_id"]: r for r in rows}
     m = tables.with_baseline(df)
     figures: list[tuple[str, str, Path]] = []  # (section, caption, png)
 

@@ -684,7 +684,8 @@ def demo(db: Path, logs: Path | None, report_dir: Path) -> None:
     spec_path = REPO_ROOT / "examples" / DEMO_SWEEP
     if spec_path.exists():
         res = run_sweep(db, load_spec(spec_path), "sample")
-        out.print(f"sweep {res.sweep_id}: {res.points} configurations of devboy_lru in {res.seconds:.1f}s")
+        out.print(f"sweep {res.sweep_id}: {res.points} runs of devboy_lru configurations and their no-op baselines "
+                  f"in {res.seconds:.1f}s")
     else:
         out.print(f"[yellow]{spec_path} not found (installed without the repository): sweep skipped[/]")
     out.rule("[bold]5. report")

@@ -5,7 +5,7 @@ every line it skips by reason, and the intact sessions beside a broken one must 
 """
 
 import json
-from pathlib import Path
+
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

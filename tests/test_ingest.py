@@ -1,7 +1,5 @@
-import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import duckdb
@@ -25,7 +23,7 @@ def q(db, sql, *params):
 
 
 def test_basic_session_trace(tmp_path):
-    path = basic_session().write_jsonl(tmp_path / "proj" / "s1.jsonl")
+    basic_session().write_jsonl(tmp_path / "proj" / "s1.jsonl")
     db = tmp_path / "t.duckdb"
     s = ingest([tmp_path / "proj"], db)
     assert (s.sessions, s.requests, s.failed) == (1, 5, [])

@@ -2,7 +2,6 @@
 
 import pytest
 
-from replay.arrays import KIND_CODE
 from replay.cache import CacheConfig
 from replay.engine import ReplayOptions, replay_session
 from replay.policies import REGISTRY, build

@@ -2,7 +2,6 @@
 
 import json
 import random
-from collections import defaultdict
 from pathlib import Path
 
 import duckdb

@@ -51,7 +51,7 @@ from typing import Any
 
 from ..arrays import K_TOOL_RESULT, K_TOOL_USE, Stream
 from .base import Context, Policy
-from .supersede import TrimmedRereads, codes, overhead_of, shrink
+from .common import TrimmedRereads, codes, overhead_of, shrink
 
 CLEAR_MODES = ("all", "at_least")
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..arrays import K_THINKING, K_TOOL_RESULT, K_TOOL_USE, KIND_CODE, Stream
 from .base import Context, Policy
-from .supersede import TrimmedRereads, codes, shrink
+from .common import TrimmedRereads, codes, shrink
 
 _ASSISTANT = frozenset((KIND_CODE["assistant_text"], K_THINKING, K_TOOL_USE))
 MIN_MS = 60_000

@@ -195,7 +195,7 @@ class _SessionBuilder:
         uuid = rec.get("uuid")
         if isinstance(uuid, str):
             if uuid in self.seen_uuids:
-                self.report.skip("duplicate_record", self.path, line, f"uuid seen earlier in this session")
+                self.report.skip("duplicate_record", self.path, line, "uuid seen earlier in this session")
                 return
             self.seen_uuids.add(uuid)
         sid = rec.get("sessionId")
