@@ -183,3 +183,26 @@ def test_dask_executor_needs_a_scheduler(sample_db, tmp_path):
     db = _copy(sample_db, tmp_path)
     with pytest.raises(SpecError, match="--scheduler"):
         run_sweep(db, load_spec(EXAMPLES / "devboy_capacity.toml"), executor="dask")
+
+
+def test_second_sweep_on_the_same_file_gets_a_clear_error(sample_db, tmp_path):
+    from replay import store
+
+    db = _copy(sample_db, tmp_path)
+    trace = tmp_path / "trace.txt"
+    env = {**os.environ, "CTXREPLAY_SWEEP_SLOW_MS": "200", "CTXREPLAY_SWEEP_TRACE": str(trace)}
+    cmd = [sys.executable, "-m", "replay.cli", "sweep", str(EXAMPLES / "devboy_capacity.toml"), "--db", str(db),
+           "--json"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not trace.exists():
+            time.sleep(0.05)
+        with pytest.raises(store.StoreError, match="locked by another process"):
+            run_sweep(db, load_spec(EXAMPLES / "devboy_capacity.toml"))
+        r = CliRunner().invoke(main, ["sweep", str(EXAMPLES / "devboy_capacity.toml"), "--db", str(db)])
+        assert r.exit_code == 1 and "locked by another process" in r.output
+    finally:
+        proc.wait(timeout=120)
+    assert proc.returncode == 0
+    assert len(_results(db)) == 16 * 6  # the first sweep completed untouched
