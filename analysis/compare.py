@@ -72,7 +72,7 @@ def agent_totals(con, dataset: str | None = None) -> dict[str, dict[str, dict[st
 
 def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
     """Rows for `ctxreplay compare`: figures, deltas vs baseline, baseline fidelity."""
-    from replay.costs import PriceTable
+    from replay.model.costs import PriceTable
 
     df = run_totals(con, dataset)
     if df.empty:

@@ -2,7 +2,7 @@
 ``report.md`` (plots as files under ``img/``) written from the runs in a DuckDB file.
 
 Every number comes from ``analysis.compare.compare`` (the same rows `ctxreplay compare --json`
-prints) or from ``replay.validate`` (the same report `ctxreplay validate --json` prints).
+prints) or from ``replay.experiments.validate`` (the same report `ctxreplay validate --json` prints).
 """
 
 from __future__ import annotations
@@ -30,11 +30,12 @@ def _num(v, nd=0) -> str:
 
 def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
           max_risk: dict[str, float] | None = None) -> dict[str, Any]:
-    from replay import __version__, store
-    from replay.costs import library_version
+    from replay import __version__
+    from replay import store
+    from replay.model.costs import library_version
     from replay.engine import ReplayOptions
-    from replay.runs import git_sha
-    from replay.validate import plot_worst, validate
+    from replay.experiments.runs import git_sha
+    from replay.experiments.validate import plot_worst, validate
 
     max_risk = {"stale_refs": 0, "dangling_refs": 0} if max_risk is None else max_risk
     out_dir.mkdir(parents=True, exist_ok=True)

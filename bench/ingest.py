@@ -29,13 +29,13 @@ def main() -> None:
     args = ap.parse_args()
     if not args.path.exists():
         sys.exit(f"{args.path} not found; pass a log directory")
-    from replay import tokens
+    from replay.store.load import tokens
 
     tokens.THREADS = 1  # one core, as the target is stated
     t = time.perf_counter()
     tokens.count_many(["warm up the tokenizer"])
     load = time.perf_counter() - t
-    from replay.ingest import ingest
+    from replay.store.load import ingest
 
     best = None
     for _ in range(args.repeat):

@@ -31,9 +31,9 @@ def main() -> None:
     if not args.path.exists():
         sys.exit(f"{args.path} not found; pass a log directory")
     from replay import store
-    from replay.arrays import load_dataset
+    from replay.model.arrays import load_dataset
     from replay.engine import ReplayOptions, replay_dataset
-    from replay.ingest import ingest
+    from replay.store.load import ingest
     from replay.policies import build
 
     with tempfile.TemporaryDirectory() as d:

@@ -39,15 +39,15 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     from replay import store
-    from replay.sweep import load_spec, run_sweep
+    from replay.experiments.sweep import load_spec, run_sweep
 
     db = args.db
     if db is None:
         CACHE.mkdir(parents=True, exist_ok=True)
         db = CACHE / f"synthetic-{args.sessions}.duckdb"
         if not db.exists():
-            from replay.generate import generate_corpus
-            from replay.ingest import ingest
+            from replay.synth.generate import generate_corpus
+            from replay.store.load import ingest
 
             with tempfile.TemporaryDirectory() as d:
                 t = time.perf_counter()

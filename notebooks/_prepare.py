@@ -51,12 +51,12 @@ def prepare(db_path: str | Path = DEFAULT_DB, *, quiet: bool = False) -> Path:
     if db.exists():
         return db
 
-    from replay import runs
+    from replay.experiments import runs
     from replay.engine import ReplayOptions
-    from replay.ingest import ingest
+    from replay.store.load import ingest
     from replay.policies import REGISTRY, build
     from replay.store import connect
-    from replay.sweep import load_spec, run_sweep
+    from replay.experiments.sweep import load_spec, run_sweep
 
     def say(msg: str) -> None:
         if not quiet:

@@ -13,13 +13,13 @@ from pathlib import Path
 import orjson
 from click.testing import CliRunner
 
-from replay.anonymize import PATH_KEYS, TOOL_PATH_KEYS, AnonymizeSummary, anonymize_tree, size_class_ok
-from replay.cli_privacy import anonymize as anonymize_cmd
-from replay.ingest import discover
-from replay.keys import Keyring, load_or_create_master_key
-from replay.readers.base import ReadReport
-from replay.readers.claude_code import read_session
-from replay.tokens import count_many
+from replay.privacy.anonymize import PATH_KEYS, TOOL_PATH_KEYS, AnonymizeSummary, anonymize_tree, size_class_ok
+from replay.cli.privacy import anonymize as anonymize_cmd
+from replay.store.load import discover
+from replay.ingest.keys import Keyring, load_or_create_master_key
+from replay.ingest.readers.base import ReadReport
+from replay.ingest.readers.claude_code import read_session
+from replay.ingest.tokens import count_many
 
 from cc_records import Transcript, basic_session, text, tool_use, usage
 from conftest import shared_logs
@@ -344,7 +344,7 @@ def test_key_file_matches_ingest_pseudonyms(tmp_path):
 
 
 def test_fillers_match_token_counts_and_size():
-    from replay.anonymize import _Anonymizer, _Text
+    from replay.privacy.anonymize import _Anonymizer, _Text
 
     an = _Anonymizer(Keyring(b"f" * 32), keep_tool_names=True, keep_arg_keys=True, time_shift=False,
                      deny={"alice"}, summary=AnonymizeSummary())

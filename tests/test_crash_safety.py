@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from replay.ingest import ingest
+from replay.store.load import ingest
 
 SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample" / "logs"
 

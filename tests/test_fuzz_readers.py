@@ -10,10 +10,10 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replay.ingest import ingest
-from replay.keys import Keyring
-from replay.readers import claude_code, codex, copilot, gemini
-from replay.readers.base import SKIP_REASONS, FileError, ReadReport
+from replay.store.load import ingest
+from replay.ingest.keys import Keyring
+from replay.ingest.readers import claude_code, codex, copilot, gemini
+from replay.ingest.readers.base import SKIP_REASONS, FileError, ReadReport
 
 from cc_records import basic_session
 

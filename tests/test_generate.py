@@ -9,9 +9,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from replay.blocktext import tool_result_parts, tool_use_text
-from replay.generate import MAIN_OVERHEAD, SUB_OVERHEAD, generate_corpus
-from replay.tokens import count_many
+from replay.ingest.blocktext import tool_result_parts, tool_use_text
+from replay.synth.generate import MAIN_OVERHEAD, SUB_OVERHEAD, generate_corpus
+from replay.ingest.tokens import count_many
 
 
 def _load(path: Path) -> list[dict]:

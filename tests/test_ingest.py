@@ -6,10 +6,10 @@ import duckdb
 import pytest
 
 from replay import store
-from replay.ingest import ingest
-from replay.keys import Keyring
-from replay.readers.base import ReadReport
-from replay.readers.claude_code import read_session
+from replay.store.load import ingest
+from replay.ingest.keys import Keyring
+from replay.ingest.readers.base import ReadReport
+from replay.ingest.readers.claude_code import read_session
 
 from cc_records import Transcript, basic_session, text, tool_use, usage
 

@@ -3,11 +3,11 @@
 import pytest
 
 from replay import store
-from replay.anonymize import anonymize_tree
-from replay.arrays import load_dataset
+from replay.privacy.anonymize import anonymize_tree
+from replay.model.arrays import load_dataset
 from replay.engine import ReplayOptions, replay_dataset
-from replay.ingest import ingest
-from replay.keys import Keyring, load_or_create_master_key
+from replay.store.load import ingest
+from replay.ingest.keys import Keyring, load_or_create_master_key
 from replay.policies import REGISTRY, build
 
 from conftest import shared_logs

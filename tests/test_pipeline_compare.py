@@ -3,7 +3,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from replay.cache import CacheConfig
+from replay.model.cache import CacheConfig
 from replay.engine import ReplayOptions, replay_session
 from replay.policies import REGISTRY, ParamError, build
 from replay.policies.base import Policy
@@ -70,7 +70,7 @@ def test_pipeline_errors():
 def test_compare_json_has_baseline_deltas_and_fidelity(tmp_path):
     from pathlib import Path
 
-    from replay.ingest import ingest
+    from replay.store.load import ingest
 
     sample = Path(__file__).resolve().parents[1] / "datasets" / "sample" / "logs"
     db = tmp_path / "s.duckdb"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from replay.cache import CacheConfig
+from replay.model.cache import CacheConfig
 from replay.engine import ReplayOptions, replay_session
 from replay.policies import REGISTRY, build
 
@@ -101,7 +101,7 @@ def test_every_policy_is_documented(name):
 
 @pytest.mark.parametrize("name,params", [(n, p) for n, p in policies() if not build(n, p).retroactive()])
 def test_fast_path_equals_block_by_block(name, params, monkeypatch):
-    import replay.engine as engine
+    import replay.engine.loop as engine
 
     b = realistic(dup=True)
     session, vocab = b.build()

@@ -2,13 +2,13 @@
 
 import pytest
 
-from replay.cache import CacheConfig
-from replay.costs import PriceTable
+from replay.model.cache import CacheConfig
+from replay.model.costs import PriceTable
 from replay.engine import ReplayOptions, replay_session
 from replay.policies.base import ParamError
 from replay.policies.cupel_dedup import KIND_WEIGHTS, CupelDedup
 from replay.policies.noop import Noop
-from replay.trace import BLOCK_KINDS
+from replay.ingest.trace import BLOCK_KINDS
 
 from trace_builder import MIN, TraceBuilder
 

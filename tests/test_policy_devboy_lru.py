@@ -2,9 +2,9 @@
 
 import pytest
 
-from replay.arrays import K_TOOL_RESULT, TOOL_KIND_CODE, Session
-from replay.cache import CacheConfig
-from replay.costs import PriceTable
+from replay.model.arrays import K_TOOL_RESULT, TOOL_KIND_CODE, Session
+from replay.model.cache import CacheConfig
+from replay.model.costs import PriceTable
 from replay.engine import ReplayOptions, replay_session
 from replay.policies.base import ParamError
 from replay.policies.devboy_lru import HINT_TOKENS, DevboyLru

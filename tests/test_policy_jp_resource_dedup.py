@@ -2,9 +2,9 @@
 
 import pytest
 
-from replay.arrays import K_ATTACHMENT, K_TOOL_RESULT
-from replay.cache import CacheConfig
-from replay.costs import PriceTable
+from replay.model.arrays import K_ATTACHMENT, K_TOOL_RESULT
+from replay.model.cache import CacheConfig
+from replay.model.costs import PriceTable
 from replay.engine import ReplayOptions, replay_session
 from replay.policies.base import ParamError
 from replay.policies.jp_resource_dedup import (ATTACHMENT_REF_TOKENS, ATTACHMENT_TEMPLATE, REF_TOKENS,

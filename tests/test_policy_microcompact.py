@@ -2,8 +2,8 @@
 
 import pytest
 
-from replay.cache import CacheConfig
-from replay.costs import PriceTable
+from replay.model.cache import CacheConfig
+from replay.model.costs import PriceTable
 from replay.engine import ReplayOptions, replay_session
 from replay.policies.base import ParamError
 from replay.policies.claude_code_microcompact import ClaudeCodeMicrocompact

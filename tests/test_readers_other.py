@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from replay.keys import Keyring
-from replay.readers import codex, copilot, gemini
-from replay.readers.base import FileError, ReadReport
-from replay.trace import BLOCK_KINDS, TOOL_KINDS
+from replay.ingest.keys import Keyring
+from replay.ingest.readers import codex, copilot, gemini
+from replay.ingest.readers.base import FileError, ReadReport
+from replay.ingest.trace import BLOCK_KINDS, TOOL_KINDS
 
 from conftest import shared_logs
 

@@ -14,7 +14,7 @@ from collections import Counter
 import orjson
 import pytest
 
-from replay.scrub import RULES, Finding, find, looks_random, scrub
+from replay.privacy.scrub import RULES, Finding, find, looks_random, scrub
 
 from conftest import shared_logs
 from secret_corpus import B62, B64, B64URL, clean_corpus, planted_corpus

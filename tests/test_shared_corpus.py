@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from replay.ingest import ingest
+from replay.store.load import ingest
 
 from conftest import shared_logs
 from test_ingest import _assert_absent

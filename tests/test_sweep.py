@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from replay.cli import main
-from replay.ingest import ingest
-from replay.sweep import SpecError, load_spec, run_sweep
+from replay.store.load import ingest
+from replay.experiments.sweep import SpecError, load_spec, run_sweep
 
 SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample" / "logs"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -5,8 +5,8 @@ import pytest
 from click.testing import CliRunner
 
 from replay.cli import main
-from replay.sweep import SpecError
-from replay.tune import parse_limits
+from replay.experiments.sweep import SpecError
+from replay.experiments.tune import parse_limits
 
 from test_sweep import EXAMPLES, _copy, sample_db  # noqa: F401  (fixture)
 

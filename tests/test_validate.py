@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from replay import store
 from replay.cli import main
 from replay.engine import ReplayOptions
-from replay.ingest import ingest
-from replay.validate import TARGETS, validate
+from replay.store.load import ingest
+from replay.experiments.validate import TARGETS, validate
 
 from conftest import shared_logs
 
@@ -72,7 +72,7 @@ def test_replay_cli_errors(sample_db):
 
 
 def test_unknown_model_price_is_a_clear_error(tmp_path):
-    from replay.costs import PriceError, PriceTable
+    from replay.model.costs import PriceError, PriceTable
 
     with pytest.raises(PriceError, match=r'\[models\."no-such-model-9"\]'):
         PriceTable().rates("no-such-model-9")
@@ -87,8 +87,8 @@ def test_unknown_model_price_is_a_clear_error(tmp_path):
 
 
 def test_interrupted_run_never_looks_finished(sample_db):
-    from replay import runs
-    from replay.arrays import load_dataset
+    from replay.experiments import runs
+    from replay.model.arrays import load_dataset
     from replay.policies import build
 
     con = store.connect(sample_db)
@@ -135,9 +135,11 @@ def test_shared_codex_cached_input_reproduced(tmp_path):
 
 
 def test_all_35_shared_files_ingest_and_every_agent_is_covered(tmp_path):
-    logs = shared_logs("claude-code").parent
+    root = shared_logs("claude-code").parent
+    # entire-cli/ has its own fidelity test; these are the four original folders
+    logs = [root / d for d in ("claude-code", "codex", "copilot-cli", "gemini-cli-stream")]
     db = tmp_path / "all.duckdb"
-    s = ingest([logs], db, key_file=tmp_path / "key")
+    s = ingest(logs, db, key_file=tmp_path / "key")
     assert s.failed == [] and s.sessions == 35
     assert set(s.report.skipped) <= {"missing_usage"}  # 3 Codex responses cut off before their token_count
     con = store.connect(db, read_only=True)

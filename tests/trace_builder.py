@@ -10,8 +10,8 @@
 
 from __future__ import annotations
 
-from replay.arrays import KIND_CODE, TOOL_KIND_CODE, Dataset, Session, Stream, Vocab
-from replay.trace import tool_kind
+from replay.model.arrays import KIND_CODE, TOOL_KIND_CODE, Dataset, Session, Stream, Vocab
+from replay.ingest.trace import tool_kind
 
 MIN = 60_000
 

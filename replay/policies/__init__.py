@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Context, ParamError, Policy, did_you_mean
-from .anthropic_clear_tool_uses import AnthropicClearToolUses
-from .claude_code_microcompact import ClaudeCodeMicrocompact
-from .cupel_dedup import CupelDedup
-from .devboy_lru import DevboyLru
-from .jp_compaction import JpCompaction
-from .jp_resource_dedup import JpResourceDedup
-from .noop import Noop
-from .pipeline import Pipeline
-from .supersede import Supersede
+from replay.policies.base import Context, ParamError, Policy, did_you_mean
+from replay.policies.anthropic_clear_tool_uses import AnthropicClearToolUses
+from replay.policies.claude_code_microcompact import ClaudeCodeMicrocompact
+from replay.policies.cupel_dedup import CupelDedup
+from replay.policies.devboy_lru import DevboyLru
+from replay.policies.jp_compaction import JpCompaction
+from replay.policies.jp_resource_dedup import JpResourceDedup
+from replay.policies.noop import Noop
+from replay.policies.pipeline import Pipeline
+from replay.policies.supersede import Supersede
 
 REGISTRY: dict[str, type[Policy]] = {
     cls.name: cls

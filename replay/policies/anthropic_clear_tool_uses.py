@@ -49,9 +49,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..arrays import K_TOOL_RESULT, K_TOOL_USE, Stream
-from .base import Context, Policy
-from .common import TrimmedRereads, codes, overhead_of, shrink
+from replay.model.arrays import K_TOOL_RESULT, K_TOOL_USE, Stream
+from replay.policies.base import Context, Policy
+from replay.policies.common import TrimmedRereads, codes, overhead_of, shrink
 
 CLEAR_MODES = ("all", "at_least")
 

@@ -16,7 +16,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..arrays import Stream, Vocab
+from replay.model.arrays import Stream, Vocab
 
 METRICS = (
     "hints",             # reference hints emitted (insert-time dedup)

@@ -27,9 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..arrays import K_THINKING, K_TOOL_RESULT, K_TOOL_USE, KIND_CODE, Stream
-from .base import Context, Policy
-from .common import TrimmedRereads, codes, shrink
+from replay.model.arrays import K_THINKING, K_TOOL_RESULT, K_TOOL_USE, KIND_CODE, Stream
+from replay.policies.base import Context, Policy
+from replay.policies.common import TrimmedRereads, codes, shrink
 
 _ASSISTANT = frozenset((KIND_CODE["assistant_text"], K_THINKING, K_TOOL_USE))
 MIN_MS = 60_000

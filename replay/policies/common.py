@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..arrays import K_TOOL_USE, TOOL_KIND_CODE, Stream
-from .base import Context
+from replay.model.arrays import K_TOOL_USE, TOOL_KIND_CODE, Stream
+from replay.policies.base import Context
 
 _READ_KIND = TOOL_KIND_CODE["read"]
 

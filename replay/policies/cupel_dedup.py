@@ -42,9 +42,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arrays import KIND_CODE
-from ..trace import BLOCK_KINDS
-from .base import Context, Policy
+from replay.model.arrays import KIND_CODE
+from replay.ingest.trace import BLOCK_KINDS
+from replay.policies.base import Context, Policy
 
 SCORES = ("recency", "size", "kind")
 

@@ -42,8 +42,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from ..arrays import K_TOOL_RESULT, TOOL_KIND_CODE
-from .base import Context, Policy
+from replay.model.arrays import K_TOOL_RESULT, TOOL_KIND_CODE
+from replay.policies.base import Context, Policy
 
 # Hint sizes in tokens, from the seed's rendered forms (measured there with cl100k_base):
 #   terse    "> [ref: tc_42]"                                 ~8

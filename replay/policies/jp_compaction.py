@@ -61,9 +61,9 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
 
-from ..arrays import K_ATTACHMENT, K_THINKING, K_TOOL_RESULT, K_TOOL_USE, TOOL_KIND_CODE, TOOL_KINDS, Stream
-from .base import Context, Policy, did_you_mean
-from .common import TrimmedRereads, codes, covers, shrink
+from replay.model.arrays import K_ATTACHMENT, K_THINKING, K_TOOL_RESULT, K_TOOL_USE, TOOL_KIND_CODE, TOOL_KINDS, Stream
+from replay.policies.base import Context, Policy, did_you_mean
+from replay.policies.common import TrimmedRereads, codes, covers, shrink
 
 STRATEGIES = ("strip-reasoning", "dedup-tools", "strip-tool-results", "strip-attachments", "prune-tools", "summarize")
 AUTO = ("strip-reasoning", "dedup-tools", "strip-tool-results", "prune-tools", "summarize")

@@ -48,8 +48,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..arrays import K_ATTACHMENT, K_TOOL_RESULT, TOOL_KIND_CODE
-from .base import Context, Policy
+from replay.model.arrays import K_ATTACHMENT, K_TOOL_RESULT, TOOL_KIND_CODE
+from replay.policies.base import Context, Policy
 
 # The seed's replacement messages (RFD 067, "Replacement message"), rendered for the estimate.
 TOOL_TEMPLATE = ("The content of {uri} is identical to the result of tool call `{call}` in turn {turn} "

@@ -6,7 +6,7 @@ any other policy reports is measured against it.
 
 from __future__ import annotations
 
-from .base import Policy
+from replay.policies.base import Policy
 
 
 class Noop(Policy):

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .base import Context, ParamError, Policy, did_you_mean
+from replay.policies.base import Context, ParamError, Policy, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Pipeline(Policy):
 
     def __init__(self, params: "Pipeline.Params | None" = None):
         super().__init__(params)
-        from . import get
+        from replay.policies import get
 
         steps = []
         for i, raw in enumerate(self.params.steps):

@@ -48,9 +48,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..arrays import K_TOOL_RESULT, Stream
-from .base import Context, Policy
-from .common import TrimmedRereads, codes, covers, overhead_of, shrink
+from replay.model.arrays import K_TOOL_RESULT, Stream
+from replay.policies.base import Context, Policy
+from replay.policies.common import TrimmedRereads, codes, covers, overhead_of, shrink
 
 
 READ_RANGES = ("location", "covering", "exact")

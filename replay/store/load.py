@@ -8,13 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import store
-from .keys import Keyring, load_or_create_master_key
+from replay import store
+from replay.ingest.keys import Keyring, load_or_create_master_key
 import orjson
 
-from .readers import claude_code, codex, copilot, gemini
-from .readers.base import FileError, ReadReport
-from .tokens import COUNTER
+from replay.ingest.readers import claude_code, codex, copilot, gemini
+from replay.ingest.readers.base import FileError, ReadReport
+from replay.ingest.tokens import COUNTER
 
 LOG_SUFFIXES = (".jsonl", ".json")
 SKIP_NAMES = frozenset({"MANIFEST.json", "package.json", "package-lock.json", "tsconfig.json"})

@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from . import __version__, store
+from replay import __version__
+from replay import store
 
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
@@ -21,7 +22,7 @@ DB_OPTION = click.option(
     "--db", type=click.Path(dir_okay=False, path_type=Path), default=Path("ctxreplay.duckdb"),
     show_default=True, help="DuckDB file holding datasets and runs.",
 )
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DIR = REPO_ROOT / "datasets" / "sample" / "logs"
 
 
@@ -79,7 +80,7 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
     pseudonyms. Re-ingesting unchanged files adds nothing; a file that grew is stored as a
     new version. Bad lines and unreadable files are reported and counted, never fatal.
     """
-    from .ingest import ingest as run_ingest
+    from replay.store.load import ingest as run_ingest
 
     progress = Progress(
         TextColumn("[bold]ingest"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
@@ -199,7 +200,7 @@ def generate(out_dir: Path, n_sessions: int, seed: int) -> None:
     Sessions have file re-reads with and without edits in between, partial reads, greps,
     listings, test runs, compactions, subagents and usage consistent with a prompt cache.
     """
-    from .generate import generate_corpus
+    from replay.synth.generate import generate_corpus
 
     s = generate_corpus(out_dir, sessions=n_sessions, seed=seed)
     out.print(
@@ -229,9 +230,9 @@ def _cache_options(f):
 
 
 def _make_options(ttl, breakpoints, observed_evictions, prices_file, price_date, detail=False):
-    from .cache import CacheConfig
-    from .costs import DEFAULT_PRICE_DATE, PriceTable
-    from .engine import ReplayOptions
+    from replay.model.cache import CacheConfig
+    from replay.model.costs import DEFAULT_PRICE_DATE, PriceTable
+    from replay.engine import ReplayOptions
 
     date = price_date or DEFAULT_PRICE_DATE
     prices = PriceTable.from_toml(prices_file, date) if prices_file else PriceTable(date)
@@ -255,7 +256,7 @@ def policies(as_json: bool) -> None:
     """List the registered policies with their parameters, defaults and sources."""
     import dataclasses
 
-    from .policies import REGISTRY
+    from replay.policies import REGISTRY
 
     rows = []
     for name, cls in sorted(REGISTRY.items()):
@@ -292,9 +293,9 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
     """Replay a dataset through a policy and store the run (figures per session, optionally per request)."""
     import tomllib
 
-    from . import runs
-    from .costs import PriceError
-    from .policies import ParamError, build
+    from replay.experiments import runs
+    from replay.model.costs import PriceError
+    from replay.policies import ParamError, build
 
     params: dict = {}
     if config_file:
@@ -354,7 +355,7 @@ def _pick_dataset(con, dataset: str | None, db: Path) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def runs_cmd(db, dataset, as_json):
     """List runs with their status (running, finished, failed, interrupted)."""
-    from . import runs
+    from replay.experiments import runs
 
     con = _open(db)
     rows = runs.list_runs(con, dataset)
@@ -385,7 +386,7 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, as_json):
     Re-running the same spec resumes it: finished points and already stored sessions are
     skipped. See examples/*.toml.
     """
-    from .sweep import SpecError, load_spec, run_sweep
+    from replay.experiments.sweep import SpecError, load_spec, run_sweep
 
     try:
         spec = load_spec(spec_file)
@@ -429,10 +430,10 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, as_json):
 def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
     """Search a sweep spec's space (its [grid], [cache] and [random.params]) for the best
     configuration under risk limits, with Optuna's TPE sampler. Every trial is stored as a run."""
-    from . import runs
-    from .sweep import SpecError, load_spec
-    from .tune import parse_limits
-    from .tune import tune as run_tune
+    from replay.experiments import runs
+    from replay.experiments.sweep import SpecError, load_spec
+    from replay.experiments.tune import parse_limits
+    from replay.experiments.tune import tune as run_tune
 
     try:
         spec = load_spec(spec_file)
@@ -523,8 +524,8 @@ def report(db, dataset, out_dir, objective, max_risk):
     sweep heatmaps, cache-price study, per-tool breakdown, risk table, recommendation and a
     reproducibility footer. index.html is self-contained (works offline)."""
     from analysis.report import build
-    from .tune import parse_limits
-    from .sweep import SpecError
+    from replay.experiments.tune import parse_limits
+    from replay.experiments.sweep import SpecError
 
     try:
         limits = parse_limits(max_risk) if max_risk else None
@@ -558,9 +559,9 @@ def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, pri
     and cost with relative errors, for the calibrated model (the one every run uses), the
     TTL/breakpoint model alone, and raw BPE counts without anchoring.
     """
-    from .costs import PriceError
-    from .validate import TARGETS, plot_worst, public
-    from .validate import validate as run_validate
+    from replay.model.costs import PriceError
+    from replay.experiments.validate import TARGETS, plot_worst, public
+    from replay.experiments.validate import validate as run_validate
 
     try:
         opts = _make_options(ttl, breakpoints, observed_evictions, prices_file, price_date)
@@ -614,8 +615,8 @@ def sample_logs_dir() -> Path:
     """The committed sample, or (installed without the repo) the same sample regenerated."""
     if SAMPLE_DIR.is_dir():
         return SAMPLE_DIR
-    from .generate import generate_corpus
-    from .sample import SAMPLE_SEED, SAMPLE_SESSIONS
+    from replay.synth.generate import generate_corpus
+    from replay.synth.sample import SAMPLE_SEED, SAMPLE_SESSIONS
 
     tmp = Path.home() / ".cache" / "ctxreplay" / "sample-logs"
     if not tmp.is_dir():
@@ -642,12 +643,12 @@ def demo(db: Path, logs: Path | None, report_dir: Path) -> None:
     """
     from analysis.report import build as build_report
 
-    from . import runs
-    from .engine import ReplayOptions
-    from .ingest import ingest as run_ingest
-    from .policies import REGISTRY, build
-    from .sweep import load_spec, run_sweep
-    from .validate import validate as run_validate
+    from replay.experiments import runs
+    from replay.engine import ReplayOptions
+    from replay.store.load import ingest as run_ingest
+    from replay.policies import REGISTRY, build
+    from replay.experiments.sweep import load_spec, run_sweep
+    from replay.experiments.validate import validate as run_validate
 
     logs = logs or sample_logs_dir()
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -697,7 +698,7 @@ def demo(db: Path, logs: Path | None, report_dir: Path) -> None:
     out.print(f"[green]demo done[/]: {db}, {report_dir}/index.html")
 
 
-from .cli_privacy import anonymize  # noqa: E402
+from replay.cli.privacy import anonymize  # noqa: E402
 
 main.add_command(anonymize)
 

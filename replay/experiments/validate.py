@@ -17,9 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .arrays import Dataset, load_dataset
-from .engine import ReplayOptions, replay_session
-from .policies import build
+from replay.model.arrays import Dataset, load_dataset
+from replay.engine import ReplayOptions, replay_session
+from replay.policies import build
 
 FIGURES = ("input_total", "cache_read", "cache_write", "cost")
 

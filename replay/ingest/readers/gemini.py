@@ -20,12 +20,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..blocktext import canonical_json, tool_use_text
-from ..keys import Keyring
-from ..trace import SessionTrace
-from .base import FileError, ReadReport, load_records
-from .claude_code import parse_ts
-from .codex import Stream, TraceBuilder, mcp_kind, shell_resource
+from replay.ingest.blocktext import canonical_json, tool_use_text
+from replay.ingest.keys import Keyring
+from replay.ingest.trace import SessionTrace
+from replay.ingest.readers.base import FileError, ReadReport, load_records
+from replay.ingest.readers.claude_code import parse_ts
+from replay.ingest.readers.codex import Stream, TraceBuilder, mcp_kind, shell_resource
 
 AGENT = "gemini-cli"
 

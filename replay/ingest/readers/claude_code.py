@@ -26,11 +26,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..blocktext import canonical_json, tool_result_parts, tool_use_text
-from ..keys import Keyring
-from ..tokens import count_many, image_tokens
-from ..trace import SessionTrace, tool_kind
-from .base import FileError, ReadReport, finish_session, load_records
+from replay.ingest.blocktext import canonical_json, tool_result_parts, tool_use_text
+from replay.ingest.keys import Keyring
+from replay.ingest.tokens import count_many, image_tokens
+from replay.ingest.trace import SessionTrace, tool_kind
+from replay.ingest.readers.base import FileError, ReadReport, finish_session, load_records
 
 AGENT = "claude-code"
 

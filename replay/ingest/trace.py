@@ -3,7 +3,7 @@
 A trace holds, per session, its streams, requests (one per API response), blocks (one per
 content block in model context) and compaction boundaries. It never holds raw text: only
 sizes, token counts, keyed hashes and pseudonyms. ``docs/trace-format.md`` documents every
-column; the DuckDB tables in ``replay/store.py`` have exactly these columns.
+column; the DuckDB tables in ``replay/store/db.py`` have exactly these columns.
 """
 
 from __future__ import annotations

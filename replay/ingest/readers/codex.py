@@ -37,12 +37,12 @@ from typing import Any
 
 import orjson
 
-from ..blocktext import canonical_json, tool_use_text
-from ..keys import Keyring
-from ..tokens import count_many, image_tokens
-from ..trace import SessionTrace
-from .base import FileError, ReadReport, finish_session, load_records
-from .claude_code import parse_ts
+from replay.ingest.blocktext import canonical_json, tool_use_text
+from replay.ingest.keys import Keyring
+from replay.ingest.tokens import count_many, image_tokens
+from replay.ingest.trace import SessionTrace
+from replay.ingest.readers.base import FileError, ReadReport, finish_session, load_records
+from replay.ingest.readers.claude_code import parse_ts
 
 AGENT = "codex"
 

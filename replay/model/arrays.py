@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .trace import BLOCK_KINDS, TOOL_KINDS
+from replay.ingest.trace import BLOCK_KINDS, TOOL_KINDS
 
 KIND_CODE = {k: i for i, k in enumerate(BLOCK_KINDS)}
 TOOL_KIND_CODE = {k: i for i, k in enumerate(TOOL_KINDS)}

@@ -19,12 +19,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import __version__, store
-from .arrays import Dataset, load_dataset
-from .engine import REQUEST_FIGURES, SESSION_FIGURES, ReplayOptions, SessionResult, replay_session
-from .policies import Policy
+from replay import __version__
+from replay import store
+from replay.model.arrays import Dataset, load_dataset
+from replay.engine import REQUEST_FIGURES, SESSION_FIGURES, ReplayOptions, SessionResult, replay_session
+from replay.policies import Policy
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def git_sha() -> str:

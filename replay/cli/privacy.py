@@ -1,6 +1,6 @@
 """``ctxreplay anonymize``: anonymized copies of Claude Code logs, in their original format.
 
-Registered by ``replay/cli.py`` with ``main.add_command(anonymize)``.
+Registered by ``replay/cli/main.py`` with ``main.add_command(anonymize)``.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def anonymize(src: Path, dst: Path, key_file: Path | None, dataset: str, drop_to
     before anything is derived from a text. Keep the key file private: with it, short
     texts can be confirmed by guessing. Files other than .jsonl/.json are not copied.
     """
-    from .anonymize import anonymize_tree
+    from replay.privacy.anonymize import anonymize_tree
 
     if src.is_dir() and _inside(dst, src):
         _fail(f"OUT ({dst}) is inside IN ({src}); choose a directory outside the logs")

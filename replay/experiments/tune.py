@@ -18,11 +18,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .arrays import Dataset
-from .engine import SESSION_FIGURES
-from .policies import build
-from .runs import run_policy
-from .sweep import Point, SpecError, SweepSpec, _options
+from replay.model.arrays import Dataset
+from replay.engine import SESSION_FIGURES
+from replay.policies import build
+from replay.experiments.runs import run_policy
+from replay.experiments.sweep import Point, SpecError, SweepSpec, _options
 
 OBJECTIVES = {"cost": "cost", "tokens": "context_tokens"}
 
@@ -46,7 +46,7 @@ def parse_limits(items: tuple[str, ...]) -> dict[str, float]:
         k, v = item.split("=", 1)
         k = k.strip()
         if k not in SESSION_FIGURES:
-            from .policies.base import did_you_mean
+            from replay.policies.base import did_you_mean
 
             raise SpecError(f"--max-risk: unknown figure {k!r}{did_you_mean(k, SESSION_FIGURES)}")
         out[k] = float(v)

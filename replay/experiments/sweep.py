@@ -44,13 +44,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import __version__, store
-from .arrays import Dataset, load_dataset
-from .cache import CacheConfig
-from .costs import DEFAULT_PRICE_DATE, PriceTable
-from .engine import SESSION_FIGURES, ReplayOptions, replay_session
-from .policies import ParamError, build, did_you_mean
-from .runs import git_sha
+from replay import __version__
+from replay import store
+from replay.model.arrays import Dataset, load_dataset
+from replay.model.cache import CacheConfig
+from replay.model.costs import DEFAULT_PRICE_DATE, PriceTable
+from replay.engine import SESSION_FIGURES, ReplayOptions, replay_session
+from replay.policies import ParamError, build, did_you_mean
+from replay.experiments.runs import git_sha
 
 SPEC_KEYS = ("name", "policy", "dataset", "params", "grid", "cache", "random", "prices")
 CACHE_KEYS = ("ttl", "breakpoints", "observed_evictions", "lookback_blocks", "min_cacheable", "warm_start",

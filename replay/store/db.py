@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import duckdb
 import pyarrow as pa
 
-from .trace import (
+from replay.ingest.trace import (
     BLOCK_COLUMNS,
     COMPACTION_COLUMNS,
     REQUEST_COLUMNS,

@@ -19,7 +19,7 @@ status polls with identical or changed output, parallel tool calls, and idle gap
 the prompt cache.
 
 ``usage`` is derived, not sampled, so a replay engine can validate against it. A block costs
-``count_many([canonical text])`` tokens (``replay.blocktext``); a request's input is the stream's
+``count_many([canonical text])`` tokens (``replay.ingest.blocktext``); a request's input is the stream's
 overhead (system prompt + tools) plus all earlier blocks of its compaction partition. Cache
 (Claude Code's two breakpoints, system/tools prefix and end of messages): a request reads the
 previous request's whole input if that entry is younger than the TTL (1 h in even sessions,
@@ -48,8 +48,8 @@ from random import Random
 
 import orjson
 
-from replay.blocktext import tool_result_parts, tool_use_text
-from replay.tokens import count_many
+from replay.ingest.blocktext import tool_result_parts, tool_use_text
+from replay.ingest.tokens import count_many
 
 VERSION = "2.1.50"
 MAIN_MODEL = "claude-opus-4-6"

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .arrays import EVICT_TOLERANCE, Dataset, Session, Stream, Vocab
-from .cache import OPENAI_RETENTION_MS, OPENAI_STEP, TTL_MS, CacheConfig, StreamCache
-from .costs import PriceTable, provider_of
-from .policies.base import METRICS, Context, Policy
+from replay.model.arrays import EVICT_TOLERANCE, Dataset, Session, Stream, Vocab
+from replay.model.cache import OPENAI_RETENTION_MS, OPENAI_STEP, TTL_MS, CacheConfig, StreamCache
+from replay.model.costs import PriceTable, provider_of
+from replay.policies.base import METRICS, Context, Policy
 
 SESSION_FIGURES = (
     "requests", "input_total", "uncached", "cache_read", "cache_write_5m", "cache_write_1h", "output", "cost",

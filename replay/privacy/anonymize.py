@@ -22,7 +22,7 @@ Claude Code logs can read, with the structure and sizes kept and the contents go
   roles, model names, ``isSidechain``, ``isCompactSummary``, ``compactMetadata``, numbers and
   booleans are kept, and so are tool names and tool-input argument names unless asked
   otherwise;
-* every string is run through ``replay.scrub`` first: a secret never even seeds a filler,
+* every string is run through ``replay.privacy.scrub`` first: a secret never even seeds a filler,
   and strings that are kept verbatim are kept scrubbed.
 
 Known limit: a path pseudonym (10 hex digits per component) has more tokens than most real
@@ -51,11 +51,11 @@ from typing import Any
 import orjson
 import re2
 
-from .blocktext import canonical_json, tool_result_parts, tool_use_text
-from .keys import Keyring, load_or_create_master_key
-from .readers.base import FileError, ReadReport, load_records
-from .scrub import scrub
-from .tokens import count_many
+from replay.ingest.blocktext import canonical_json, tool_result_parts, tool_use_text
+from replay.ingest.keys import Keyring, load_or_create_master_key
+from replay.ingest.readers.base import FileError, ReadReport, load_records
+from replay.privacy.scrub import scrub
+from replay.ingest.tokens import count_many
 
 __all__ = ["AnonymizeSummary", "anonymize_tree", "filler_vocabulary", "collect_sensitive_terms"]
 

@@ -1,0 +1,8 @@
+"""The `ctxreplay` command line: thin click commands over the library.
+
+May import everything, including `analysis`; nothing imports it.
+"""
+
+from replay.cli.main import main, sample_logs_dir
+
+__all__ = ["main", "sample_logs_dir"]

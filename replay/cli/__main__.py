@@ -1,0 +1,3 @@
+from replay.cli.main import main
+
+main()

@@ -1,0 +1,4 @@
+"""Synthetic data: the session generator (`generate`) and the embedded sample's settings (`sample`).
+
+May import: `replay.ingest`.
+"""
