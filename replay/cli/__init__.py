@@ -3,6 +3,7 @@
 May import everything, including `analysis`; nothing imports it.
 """
 
-from replay.cli.main import main, sample_logs_dir
+from replay.cli.demo import sample_logs_dir
+from replay.cli.main import main
 
 __all__ = ["main", "sample_logs_dir"]

@@ -1,25 +1,28 @@
 """``ctxreplay anonymize``: anonymized copies of Claude Code logs, in their original format.
 
-Registered by ``replay/cli/main.py`` with ``main.add_command(anonymize)``.
+Registered by ``replay/cli/main.py``.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from replay.cli.common import (
+    CONTEXT_SETTINGS, QUIET_OPTION, byte_progress, dataset_option, echo_json, fail, fail_on, json_option,
+    key_file_option
+)
+
+# Unlike the other commands' consoles, these wrap long lines at the terminal width.
 err = Console(stderr=True)
 out = Console()
 
 
-def _fail(msg: str, code: int = 1) -> None:
-    err.print(f"[bold red]error:[/] {msg}")
-    sys.exit(code)
+def _fail(msg: str) -> None:
+    fail(msg, console=err)
 
 
 def _inside(child: Path, parent: Path) -> bool:
@@ -30,14 +33,13 @@ def _inside(child: Path, parent: Path) -> bool:
         return False
 
 
-@click.command("anonymize", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("anonymize", context_settings=CONTEXT_SETTINGS)
 @click.argument("src", type=click.Path(exists=True, path_type=Path), metavar="IN")
 @click.argument("dst", type=click.Path(file_okay=False, path_type=Path), metavar="OUT")
-@click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Master key for hashes and pseudonyms [default: $CTXREPLAY_KEY_FILE or ~/.config/ctxreplay/key]. "
-                   "Use the key you ingest with, so path pseudonyms match the trace.")
-@click.option("--dataset", default="default", show_default=True,
-              help="Dataset name the per-dataset key is derived for (as in `ctxreplay ingest --dataset`).")
+@key_file_option("Master key for hashes and pseudonyms [default: $CTXREPLAY_KEY_FILE or ~/.config/ctxreplay/key]. "
+                 "Use the key you ingest with, so path pseudonyms match the trace.")
+@dataset_option("Dataset name the per-dataset key is derived for (as in `ctxreplay ingest --dataset`).",
+                default="default", show_default=True)
 @click.option("--drop-tool-names", is_flag=True,
               help="Replace tool names by keyed pseudonyms (policies that look at tool kinds then see `other`).")
 @click.option("--drop-arg-keys", is_flag=True, help="Replace tool-input argument names by keyed pseudonyms.")
@@ -48,8 +50,8 @@ def _inside(child: Path, parent: Path) -> bool:
                    "count, so policies give the same results). pseudonym: paths become the trace's path "
                    "pseudonyms (joinable with a trace ingested with the same key; blocks with paths grow ~1%).")
 @click.option("--force", is_flag=True, help="Write into OUT even if it already holds files.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@json_option("Print the summary as JSON.")
+@QUIET_OPTION
 def anonymize(src: Path, dst: Path, key_file: Path | None, dataset: str, drop_tool_names: bool, drop_arg_keys: bool,
               shift_timestamps: bool, path_style: str, force: bool, as_json: bool, quiet: bool) -> None:
     """Write anonymized copies of the Claude Code logs under IN into OUT.
@@ -74,23 +76,17 @@ def anonymize(src: Path, dst: Path, key_file: Path | None, dataset: str, drop_to
         _fail(f"IN ({src}) is inside OUT ({dst}); choose another output directory")
     if dst.exists() and any(dst.iterdir()) and not force:
         _fail(f"{dst} already holds files; use --force to write into it anyway")
-    progress = Progress(
-        TextColumn("[bold]anonymize"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-        TextColumn("{task.description}"), console=err, disable=quiet or as_json, transient=True,
-    )
-    with progress:
+    progress = byte_progress("anonymize", disable=quiet or as_json, console=err)
+    with progress, fail_on(ValueError, OSError, console=err):
         task = progress.add_task("", total=None)
-        try:
-            s = anonymize_tree(
-                src, dst, key_file, keep_tool_names=not drop_tool_names, keep_arg_keys=not drop_arg_keys,
-                time_shift=shift_timestamps, path_style=path_style, dataset=dataset,
-                on_total=lambda n: progress.update(task, total=n),
-                on_progress=lambda n, name: progress.update(task, advance=n, description=name[:40]),
-            )
-        except (ValueError, OSError) as e:
-            _fail(str(e))
+        s = anonymize_tree(
+            src, dst, key_file, keep_tool_names=not drop_tool_names, keep_arg_keys=not drop_arg_keys,
+            time_shift=shift_timestamps, path_style=path_style, dataset=dataset,
+            on_total=lambda n: progress.update(task, total=n),
+            on_progress=lambda n, name: progress.update(task, advance=n, description=name[:40]),
+        )
     if as_json:
-        click.echo(json.dumps(s.as_dict(), indent=2))
+        echo_json(s.as_dict(), default=None)
     else:
         mbps = s.bytes_in / 1e6 / s.seconds if s.seconds else 0.0
         out.print(f"[bold]{s.files}[/] files, {s.records:,} records anonymized into {dst} "

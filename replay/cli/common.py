@@ -1,0 +1,181 @@
+"""What every command module shares: the consoles, error handling, option definitions,
+progress bars and the database helpers.
+
+Only light imports here: `replay.store` (and with it DuckDB) is imported by the helpers
+that open a database, so `ctxreplay --version` and `--help` stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+
+# --- errors ---------------------------------------------------------------------------
+
+def fail(msg: str, code: int = 1, *, console: Console | None = None) -> None:
+    """Print `error: MSG` on stderr and exit with `code`."""
+    (console or err).print(f"[bold red]error:[/] {msg}")
+    sys.exit(code)
+
+
+@contextmanager
+def fail_on(*errors: type[BaseException], console: Console | None = None):
+    """Turn the expected library errors raised in the block into `fail(str(e))`."""
+    try:
+        yield
+    except errors as e:
+        fail(str(e), console=console)
+
+
+# --- options --------------------------------------------------------------------------
+
+DB_OPTION = click.option(
+    "--db", type=click.Path(dir_okay=False, path_type=Path), default=Path("ctxreplay.duckdb"),
+    show_default=True, help="DuckDB file holding datasets and runs.",
+)
+QUIET_OPTION = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+SPEC_ARGUMENT = click.argument("spec_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+
+
+def json_option(help: str = "Print JSON."):
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def dataset_option(help: str, **kw):
+    kw.setdefault("default", None)
+    return click.option("--dataset", help=help, **kw)
+
+
+def out_dir_option(help: str, **kw):
+    return click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), help=help, **kw)
+
+
+def key_file_option(help: str):
+    return click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=help)
+
+
+def objective_option(help: str):
+    return click.option("--objective", type=click.Choice(["cost", "tokens"]), default="cost", show_default=True,
+                        help=help)
+
+
+def max_risk_option(help: str):
+    return click.option("--max-risk", "max_risk", multiple=True, metavar="FIGURE=VALUE", help=help)
+
+
+def cache_options(f):
+    """Cache-model and price options shared by replay, validate and friends."""
+    opts = [
+        click.option("--ttl", type=click.Choice(["log", "5m", "1h"]), default="log", show_default=True,
+                     help="Cache TTL: from the log's recorded 5m/1h split, or forced."),
+        click.option("--breakpoints", type=click.Choice(["claude-code", "last-message", "none"]),
+                     default="claude-code", show_default=True,
+                     help="Cache breakpoint placement (claude-code: after system+tools and at the last message)."),
+        click.option("--observed-evictions", type=click.Choice(["log", "none"]), default="log", show_default=True,
+                     help="Replay cache misses the log records but the model cannot explain."),
+        click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     default=None, help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/"
+                     "cache_write_1h/cache_read/output in $/Mtok)."),
+        click.option("--price-date", default=None, help="Date the library prices are resolved at [default: 2026-11-01]."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def make_options(ttl, breakpoints, observed_evictions, prices_file, price_date, detail=False):
+    """ReplayOptions from the values of `cache_options`."""
+    from replay.model.cache import CacheConfig
+    from replay.model.costs import DEFAULT_PRICE_DATE, PriceTable
+    from replay.engine import ReplayOptions
+
+    date = price_date or DEFAULT_PRICE_DATE
+    prices = PriceTable.from_toml(prices_file, date) if prices_file else PriceTable(date)
+    return ReplayOptions(CacheConfig(ttl=ttl, breakpoints=breakpoints, observed_evictions=observed_evictions),
+                         prices, detail)
+
+
+# --- progress bars --------------------------------------------------------------------
+
+def byte_progress(label: str, disable: bool, console: Console | None = None) -> Progress:
+    """A bar over bytes read, with the current file name (ingest, anonymize)."""
+    return Progress(
+        TextColumn(f"[bold]{label}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+        TextColumn("{task.description}"), console=console or err, disable=disable, transient=True,
+    )
+
+
+def count_progress(label: str, counter: str, disable: bool) -> Progress:
+    """A bar over counted units (sessions, session-configs, trials)."""
+    return Progress(TextColumn(f"[bold]{label}"), BarColumn(), TextColumn(counter), TimeRemainingColumn(),
+                    console=err, disable=disable, transient=True)
+
+
+# --- output ---------------------------------------------------------------------------
+
+def fmt_ts(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def json_default(o):
+    if isinstance(o, datetime):
+        return o.isoformat()
+    return str(o)
+
+
+def echo_json(obj, default=json_default) -> None:
+    click.echo(json.dumps(obj, indent=2, default=default))
+
+
+# --- database -------------------------------------------------------------------------
+
+def open_db(db: Path, read_only: bool = True):
+    """Connect to `db`, closed with the click context; a store error is fatal."""
+    from replay import store
+
+    with fail_on(store.StoreError):
+        con = store.connect(db, read_only=read_only)
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(con.close)  # in-process callers (tests, notebooks) reopen the file
+    return con
+
+
+def check_dataset(con, dataset: str, db: Path) -> None:
+    """Fail unless the database holds `dataset`."""
+    from replay import store
+
+    names = store.dataset_names(con)
+    if dataset not in names:
+        fail(f"no dataset {dataset!r} in {db}; known: {', '.join(names) or 'none'}")
+
+
+def pick_dataset(con, dataset: str | None, db: Path) -> str:
+    """`dataset` if the database holds it, else the database's only dataset."""
+    from replay import store
+
+    if dataset:
+        check_dataset(con, dataset, db)
+        return dataset
+    names = store.dataset_names(con)
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        fail(f"{db} holds no dataset; run `ctxreplay ingest PATH --db {db}` first")
+    fail(f"{db} holds several datasets ({', '.join(names)}); choose one with --dataset")

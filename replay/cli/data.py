@@ -1,0 +1,157 @@
+"""Data commands: `ingest`, `datasets`, `sessions`, `export` and `generate`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from replay.cli.common import (
+    DB_OPTION, QUIET_OPTION, byte_progress, check_dataset, dataset_option, echo_json, fail_on, fmt_ts, json_option,
+    key_file_option, open_db, out, out_dir_option
+)
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@DB_OPTION
+@dataset_option("Dataset name the sessions are stored under.", default="default", show_default=True)
+@key_file_option("Master key for content hashes and pseudonyms [default: $CTXREPLAY_KEY_FILE or ~/.config/ctxreplay/key].")
+@json_option("Print the summary as JSON.")
+@QUIET_OPTION
+def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | None, as_json: bool, quiet: bool) -> None:
+    """Ingest agent logs (files or directory trees) into content-free traces.
+
+    Reads Claude Code `.jsonl` transcripts, Stop-hook JSON dumps and `subagents/agent-*.jsonl`
+    files. No raw text is stored: only sizes, token counts, keyed hashes and path
+    pseudonyms. Re-ingesting unchanged files adds nothing; a file that grew is stored as a
+    new version. Bad lines and unreadable files are reported and counted, never fatal.
+    """
+    from replay import store
+    from replay.store.load import ingest as run_ingest
+
+    progress = byte_progress("ingest", disable=quiet or as_json)
+    with progress, fail_on(store.StoreError, ValueError, OSError):
+        task = progress.add_task("", total=None)
+        summary = run_ingest(
+            list(paths), db, dataset=dataset, key_file=key_file,
+            on_total=lambda n: progress.update(task, total=n),
+            on_progress=lambda n, name: progress.update(task, advance=n, description=name[:40]),
+        )
+    if as_json:
+        echo_json(summary.as_dict(), default=None)
+    else:
+        print_ingest_summary(summary, db, dataset)
+    if summary.files == 0 and summary.failed:
+        sys.exit(1)
+
+
+def print_ingest_summary(summary, db: Path, dataset: str) -> None:
+    s = summary
+    mbps = s.bytes / 1e6 / s.seconds if s.seconds else 0.0
+    out.print(
+        f"[bold]{s.files}[/] files: {s.ingested} ingested ({s.new_versions} as new versions), "
+        f"{s.unchanged} unchanged, {s.duplicates} duplicate content, {len(s.failed)} failed "
+        f"in {s.seconds:.1f}s ({mbps:.1f} MB/s)"
+    )
+    out.print(
+        f"added {s.sessions} sessions, {s.streams} streams, {s.requests} requests, {s.blocks} blocks "
+        f"to dataset [cyan]{dataset}[/] in {db}"
+    )
+    if s.report.skipped:
+        out.print("lines skipped: " + ", ".join(f"{k}={v}" for k, v in sorted(s.report.skipped.items())))
+        for m in s.report.messages:
+            out.print(f"  [yellow]{m}[/]")
+    if s.report.non_context:
+        total = sum(s.report.non_context.values())
+        out.print(f"non-context lines (progress, snapshots, UI): {total}")
+    for f, reason in s.failed:
+        out.print(f"  [red]{f}: {reason}[/]")
+    if s.unchanged and not s.ingested:
+        out.print("nothing new: every file was already ingested unchanged")
+
+
+@click.command()
+@DB_OPTION
+@json_option()
+def datasets(db: Path, as_json: bool) -> None:
+    """List the datasets in a database."""
+    from replay import store
+
+    con = open_db(db)
+    rows = store.datasets(con)
+    if as_json:
+        echo_json(rows)
+        return
+    t = Table("dataset", "sessions", "requests", "blocks", "file versions", "token counter", "created")
+    for r in rows:
+        t.add_row(r["name"], str(r["sessions"]), str(r["requests"]), str(r["blocks"]), str(r["file_versions"]),
+                  r["token_counter"], r["created_at"].strftime("%Y-%m-%d %H:%M"))
+    out.print(t)
+
+
+@click.command()
+@DB_OPTION
+@dataset_option("Only this dataset.")
+@json_option()
+def sessions(db: Path, dataset: str | None, as_json: bool) -> None:
+    """List the sessions of a database (one row per session)."""
+    from replay import store
+
+    con = open_db(db)
+    if dataset:
+        check_dataset(con, dataset, db)
+    rows = store.sessions(con, dataset)
+    if as_json:
+        echo_json(rows)
+        return
+    t = Table("dataset", "session", "agent", "models", "streams", "requests", "blocks", "compactions",
+              "block tokens", "started")
+    for r in rows:
+        t.add_row(r["dataset"], r["session_key"], r["agent"], r["models"] or "-", str(r["n_streams"]),
+                  str(r["n_requests"]), str(r["n_blocks"]), str(r["n_compactions"]), f"{r['block_tokens']:,}",
+                  fmt_ts(r["started_at"]))
+    out.print(t)
+
+
+@click.command()
+@DB_OPTION
+@dataset_option("Dataset to export.", required=True)
+@out_dir_option("Directory for the Parquet files.", required=True)
+def export(db: Path, dataset: str, out_dir: Path) -> None:
+    """Export a dataset's trace as Parquet (sessions, streams, requests, blocks, compactions).
+
+    The trace holds no raw text, so it can be shared; the key file stays with you.
+    """
+    from replay import store
+
+    con = open_db(db)
+    with fail_on(store.StoreError):
+        counts = store.export_parquet(con, dataset, out_dir)
+    out.print(f"wrote {out_dir}: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
+
+
+@click.command()
+@out_dir_option("Directory to write the Claude Code-format logs into.", default=Path("synthetic-logs"),
+                show_default=True)
+@click.option("--sessions", "n_sessions", type=click.IntRange(min=1), default=6, show_default=True,
+              help="Number of sessions.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed (same seed, same bytes).")
+def generate(out_dir: Path, n_sessions: int, seed: int) -> None:
+    """Generate a deterministic synthetic corpus of Claude Code sessions.
+
+    Sessions have file re-reads with and without edits in between, partial reads, greps,
+    listings, test runs, compactions, subagents and usage consistent with a prompt cache.
+    """
+    from replay.synth.generate import generate_corpus
+
+    s = generate_corpus(out_dir, sessions=n_sessions, seed=seed)
+    out.print(
+        f"wrote {len(s.files)} files ({s.bytes / 1e6:.1f} MB) to {out_dir}: "
+        f"{s.sessions} sessions, {s.requests} requests, {s.tool_results} tool results"
+    )
+
+
+COMMANDS = [ingest, datasets, sessions, export, generate]

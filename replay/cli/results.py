@@ -1,0 +1,152 @@
+"""Result commands: `compare`, `report` and `validate`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from replay.cli.common import (
+    DB_OPTION, cache_options, dataset_option, echo_json, fail_on, json_option, make_options, max_risk_option,
+    objective_option, open_db, out, out_dir_option, pick_dataset
+)
+
+
+@click.command()
+@DB_OPTION
+@dataset_option("Only runs of this dataset.")
+@json_option("Print JSON (one object per run).")
+def compare(db, dataset, as_json):
+    """Compare finished runs: tokens, cost, cache hit rate, busts and risk figures, with
+    deltas vs the no-op baseline run of the same dataset and cache settings, and the
+    baseline's own fidelity against the recorded bill."""
+    from analysis.compare import compare as run_compare
+
+    con = open_db(db)
+    rows = run_compare(con, dataset)
+    if as_json:
+        echo_json(rows)
+        return
+    if not rows:
+        out.print(f"no finished runs in {db}; run `ctxreplay replay --db {db} --policy noop` first")
+        return
+    t = Table("run", "policy", "params", "tokens delivered", "context tokens", "cost $", "saved", "hit rate",
+              "busts", "hints", "dangling", "stale", "re-read")
+    for r in rows:
+        f = r["figures"]
+        saved = r.get("saved_pct") or {}
+        t.add_row(r["run_id"], r["policy"], json.dumps(r["params"])[:30], f"{f['tokens_delivered']:,.0f}",
+                  f"{f['context_tokens']:,.0f}", f"{f['cost']:,.2f}",
+                  "-" if saved.get("cost") is None else f"{saved['cost']:+.1%}",
+                  "-" if f["hit_rate"] is None else f"{f['hit_rate']:.1%}", f"{f['busts']:.0f}", f"{f['hints']:.0f}",
+                  f"{f['dangling_refs']:.0f}", f"{f['stale_refs']:.0f}", f"{f['trimmed_reread']:.0f}")
+    out.print(t)
+    seen = set()
+    for r in rows:
+        fid = r["baseline_fidelity"]
+        if fid and r["baseline_run"] not in seen and fid["cost_rel_error"] is not None:
+            seen.add(r["baseline_run"])
+            out.print(f"baseline {r['baseline_run']} ({r['dataset']}): simulated ${fid['baseline_cost']:,.2f} vs "
+                      f"recorded ${fid['recorded_cost']:,.2f} ({fid['cost_rel_error']:+.2%}); savings are measured "
+                      "against the baseline")
+
+
+@click.command()
+@DB_OPTION
+@dataset_option("Dataset [default: the only one].")
+@out_dir_option("Directory for index.html, report.md and img/.", required=True)
+@objective_option("What the recommendation minimizes.")
+@max_risk_option("Risk limit of the recommendation [default: stale_refs=0, dangling_refs=0].")
+def report(db, dataset, out_dir, objective, max_risk):
+    """Write the policy report: dataset overview, baseline fidelity, leaderboard, Pareto plot,
+    sweep heatmaps, cache-price study, per-tool breakdown, risk table, recommendation and a
+    reproducibility footer. index.html is self-contained (works offline)."""
+    from analysis.report import build
+    from replay.experiments.tune import parse_limits
+    from replay.experiments.sweep import SpecError
+
+    with fail_on(SpecError):
+        limits = parse_limits(max_risk) if max_risk else None
+    con = open_db(db)
+    dataset = pick_dataset(con, dataset, db)
+    con.close()
+    with fail_on(ValueError):
+        res = build(db, dataset, out_dir, objective=objective, max_risk=limits)
+    out.print(f"wrote {out_dir}/index.html and report.md ({res['runs']} runs, {res['figures']} figures)")
+    rec = res["recommendation"]
+    if rec.get("best"):
+        out.print(f"recommendation ({rec['figure']}, limits {rec['max_risk']}): {rec['best']['label']}")
+
+
+@click.command()
+@DB_OPTION
+@dataset_option("Dataset to validate [default: the only one].")
+@cache_options
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to write the PNG of simulated vs recorded cache reads [default: validate-<dataset>.png next to --db].")
+@click.option("--worst", type=click.IntRange(1, 20), default=4, show_default=True, help="Sessions in the plot.")
+@json_option("Print the full report as JSON.")
+def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, plot_path, worst, as_json):
+    """Fidelity check: does the no-op replay reproduce the usage the log recorded?
+
+    Per session and overall: recorded vs simulated input total, cache reads, cache writes
+    and cost with relative errors, for the calibrated model (the one every run uses), the
+    TTL/breakpoint model alone, and raw BPE counts without anchoring.
+    """
+    from replay.model.costs import PriceError
+    from replay.experiments.validate import plot_worst, public
+    from replay.experiments.validate import validate as run_validate
+
+    with fail_on(PriceError, ValueError):
+        opts = make_options(ttl, breakpoints, observed_evictions, prices_file, price_date)
+    con = open_db(db)
+    dataset = pick_dataset(con, dataset, db)
+    with fail_on(PriceError):
+        report = run_validate(con, dataset, opts)
+    plot_path = plot_path or db.with_name(f"validate-{dataset}.png")
+    plot_worst(report, plot_path, worst)
+    pub = public(report)
+    pub["plot"] = str(plot_path)
+    if as_json:
+        echo_json(pub)
+        return
+    _print_validation(pub, plot_path)
+
+
+def _print_validation(pub: dict, plot_path: Path) -> None:
+    from replay.experiments.validate import TARGETS
+
+    t = Table("session", "agent", "requests", "input", "reads", "writes", "cost", "ok")
+
+    def pct(v, f):
+        if v is None:
+            return "n/a"
+        style = "green" if abs(v) <= TARGETS[f] else "red"
+        return f"[{style}]{v:+.2%}[/]"
+
+    for s in pub["sessions"]:
+        e = s["rel_error"]
+        ok = "no usage" if s["within_targets"] is None else "yes" if s["within_targets"] else "[red]no[/]"
+        t.add_row(s["session_id"][:12], s["agent"], str(s["requests"]), *(pct(e[f], f) for f in TARGETS), ok)
+    out.print(t)
+    o = pub["overall"]
+    if o["sessions_without_usage"]:
+        out.print(f"{o['sessions_without_usage']} session(s) record no input usage (replayed on BPE counts, "
+                  "not validated)")
+    for agent, a in o["by_agent"].items():
+        if a["sessions"]:
+            out.print(f"  {agent}: {a['within_targets']}/{a['sessions']} within targets; " + ", ".join(
+                f"{f} {v:+.2%}" for f, v in a["rel_error"].items() if v is not None))
+    out.print(f"{o['sessions_within_targets']}/{o['sessions']} sessions within targets "
+              f"(input {TARGETS['input_total']:.0%}, reads {TARGETS['cache_read']:.0%}, "
+              f"writes {TARGETS['cache_write']:.0%}, cost {TARGETS['cost']:.0%})")
+    for name, errs in pub["variants"].items():
+        out.print(f"  {name:11s} corpus-wide: " + ", ".join(
+            f"{f} {errs[f]:+.2%}" if errs[f] is not None else f"{f} n/a" for f in TARGETS))
+    out.print(f"  recorded cost ${o['recorded']['cost']:,.2f}, simulated ${o['simulated']['cost']:,.2f}; "
+              f"{o['requests_with_residual']} of {o['requests']} requests carry a residual; plot: {plot_path}")
+
+
+COMMANDS = [compare, report, validate]

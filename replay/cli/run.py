@@ -1,0 +1,232 @@
+"""Run commands: `policies`, `replay`, `runs`, `sweep` and `tune`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from replay.cli.common import (
+    DB_OPTION, SPEC_ARGUMENT, cache_options, count_progress, dataset_option, echo_json, fail, fail_on, json_option,
+    make_options, max_risk_option, objective_option, open_db, out, pick_dataset
+)
+
+SPEC_DATASET_HELP = "Dataset [default: the spec's, or the only one]."
+
+
+def _parse_sets(sets: tuple[str, ...]) -> dict[str, str]:
+    parsed = {}
+    for item in sets:
+        if "=" not in item:
+            fail(f"--set {item!r}: expected key=value")
+        k, v = item.split("=", 1)
+        parsed[k.strip()] = v
+    return parsed
+
+
+def _load_dataset(db: Path, dataset: str | None):
+    """Open `db` for writing runs and load the chosen dataset: (connection, name, dataset)."""
+    from replay.experiments import runs
+
+    con = open_db(db, read_only=False)
+    dataset = pick_dataset(con, dataset, db)
+    return con, dataset, runs.load(con, dataset)
+
+
+@click.command()
+@json_option()
+def policies(as_json: bool) -> None:
+    """List the registered policies with their parameters, defaults and sources."""
+    import dataclasses
+
+    from replay.policies import REGISTRY
+
+    rows = []
+    for name, cls in sorted(REGISTRY.items()):
+        params = [{"name": f.name, "type": str(f.type), "default": f.default if f.default is not dataclasses.MISSING
+                   else None} for f in cls.param_fields()]
+        composite = name == "pipeline"
+        rows.append({"name": name, "source": cls.source, "summary": cls.summary,
+                     "insert_time": None if composite else cls.insert_time(),
+                     "retroactive": None if composite else cls.retroactive(), "params": params})
+    if as_json:
+        echo_json(rows, default=str)
+        return
+    for r in rows:
+        mode = ("composite" if r["insert_time"] is None else "insert-time" if r["insert_time"]
+                else "retroactive" if r["retroactive"] else "baseline")
+        out.print(f"[bold cyan]{r['name']}[/] ({mode}) — {r['summary']}")
+        out.print(f"  source: {r['source']}")
+        for p in r["params"]:
+            out.print(f"  {p['name']} = {p['default']!r}  [dim]({p['type']})[/]")
+
+
+def _policy_params(policy_name: str, config_file: Path | None, sets: tuple[str, ...]) -> tuple[str, dict]:
+    """The policy name and parameters from --config (if any) overridden by --set."""
+    import tomllib
+
+    params: dict = {}
+    if config_file:
+        try:
+            cfg = tomllib.loads(config_file.read_text())
+        except tomllib.TOMLDecodeError as e:
+            fail(f"{config_file}: {e}")
+        unknown = set(cfg) - {"policy", "params"}
+        if unknown:
+            fail(f"{config_file}: unknown key(s) {', '.join(sorted(unknown))}; expected `policy` and [params]")
+        policy_name = cfg.get("policy", policy_name)
+        params.update(cfg.get("params", {}))
+    params.update(_parse_sets(sets))
+    return policy_name, params
+
+
+@click.command()
+@DB_OPTION
+@dataset_option("Dataset to replay [default: the only one in the database].")
+@click.option("--policy", "policy_name", default="noop", show_default=True, help="Policy name (see `ctxreplay policies`).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Set a policy parameter (repeatable).")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="TOML file with `policy = NAME` and a [params] table.")
+@click.option("--detail", is_flag=True, help="Also store one row per request (needed by per-request plots).")
+@cache_options
+@json_option("Print the run summary as JSON.")
+def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints, observed_evictions, prices_file,
+           price_date, as_json):
+    """Replay a dataset through a policy and store the run (figures per session, optionally per request)."""
+    from replay.experiments import runs
+    from replay.model.costs import PriceError
+    from replay.policies import ParamError, build
+
+    policy_name, params = _policy_params(policy_name, config_file, sets)
+    with fail_on(ParamError, PriceError, ValueError):
+        policy = build(policy_name, params)
+        opts = make_options(ttl, breakpoints, observed_evictions, prices_file, price_date, detail)
+    con, dataset, ds = _load_dataset(db, dataset)
+    progress = count_progress(f"replay {policy.name}", "{task.completed}/{task.total}", disable=as_json)
+    with fail_on(PriceError), progress:
+        task = progress.add_task("", total=len(ds.sessions))
+        run_id, results = runs.run_policy(con, ds, policy, opts, on_session=lambda s: progress.advance(task))
+    tot = {k: sum(r.figures[k] for r in results) for k in results[0].figures} if results else {}
+    if as_json:
+        echo_json({"run_id": run_id, "policy": policy.name, "dataset": dataset, "totals": tot}, default=None)
+        return
+    out.print(f"run [bold]{run_id}[/]: {policy.name} on {dataset} ({len(results)} sessions, {ds.n_requests} requests)")
+    if tot:
+        out.print(f"  input {tot['input_total']:,.0f} tokens: read {tot['cache_read']:,.0f}, "
+                  f"written {tot['cache_write_5m'] + tot['cache_write_1h']:,.0f}, uncached {tot['uncached']:,.0f}; "
+                  f"output {tot['output']:,.0f}; cost ${tot['cost']:,.2f}; busts {tot['busts']:.0f}")
+
+
+@click.command(name="runs")
+@DB_OPTION
+@dataset_option("Only this dataset.")
+@json_option()
+def runs_cmd(db, dataset, as_json):
+    """List runs with their status (running, finished, failed, interrupted)."""
+    from replay.experiments import runs
+
+    con = open_db(db)
+    rows = runs.list_runs(con, dataset)
+    if as_json:
+        echo_json(rows)
+        return
+    t = Table("run", "policy", "params", "dataset", "status", "sessions", "started", "git")
+    for r in rows:
+        t.add_row(r["run_id"], r["policy"], json.dumps(r["params"])[:40], r["dataset"], r["status"],
+                  str(r["n_sessions"] or "-"), r["started_at"].strftime("%Y-%m-%d %H:%M:%S"), (r["git_sha"] or "")[:10])
+    out.print(t)
+
+
+@click.command()
+@SPEC_ARGUMENT
+@DB_OPTION
+@dataset_option(SPEC_DATASET_HELP)
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local worker processes.")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="local: joblib processes; dask: a Dask distributed cluster (pip install 'ctxreplay[dask]').")
+@click.option("--scheduler", default=None, help="Dask scheduler address for --executor dask (tcp://HOST:8786).")
+@json_option("Print the summary as JSON.")
+def sweep(spec_file, db, dataset, jobs, executor, scheduler, as_json):
+    """Run a parameter sweep from a TOML spec (grid and/or random samples over policy
+    parameters and cache/price settings). Each point is a run grouped under one sweep id.
+
+    Re-running the same spec resumes it: finished points and already stored sessions are
+    skipped. See examples/*.toml.
+    """
+    from replay import store
+    from replay.experiments.sweep import SpecError, load_spec, run_sweep
+
+    with fail_on(SpecError):
+        spec = load_spec(spec_file)
+    progress = count_progress(f"sweep {spec.name}", "{task.completed}/{task.total} session-configs", disable=as_json)
+    with fail_on(SpecError, store.StoreError), progress:
+        task = progress.add_task("", total=None)
+        res = run_sweep(db, spec, dataset, jobs=jobs, executor=executor, scheduler=scheduler,
+                        on_total=lambda n: progress.update(task, total=n),
+                        on_progress=lambda n: progress.advance(task, n))
+    summary = {"sweep_id": res.sweep_id, "points": res.points, "points_already_finished": res.skipped_points,
+               "session_configs_run": res.sessions_done, "session_configs_resumed": res.sessions_skipped,
+               "seconds": round(res.seconds, 2),
+               "blocks_configs_per_s": round(res.blocks_configs / res.seconds) if res.seconds else None,
+               "run_ids": res.run_ids}
+    if as_json:
+        echo_json(summary, default=None)
+        return
+    out.print(f"sweep [bold]{res.sweep_id}[/] ({spec.name}): {res.points} points, {res.skipped_points} already "
+              f"finished; {res.sessions_done} session-configs run, {res.sessions_skipped} resumed; "
+              f"{res.seconds:.1f}s ({summary['blocks_configs_per_s'] or 0:,} blocks·configs/s)")
+    out.print(f"compare them: ctxreplay compare --db {db}")
+
+
+@click.command()
+@SPEC_ARGUMENT
+@DB_OPTION
+@dataset_option(SPEC_DATASET_HELP)
+@objective_option("Minimize total cost ($) or context tokens summed over requests.")
+@max_risk_option("Upper bound on a run figure, e.g. dangling_refs=0, trimmed_reread=20, busts=10 (repeatable).")
+@click.option("--trials", type=click.IntRange(min=1), default=20, show_default=True, help="Configurations to try.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed (same seed, same trials).")
+@json_option("Print the result as JSON.")
+def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
+    """Search a sweep spec's space (its [grid], [cache] and [random.params]) for the best
+    configuration under risk limits, with Optuna's TPE sampler. Every trial is stored as a run."""
+    from replay.experiments.sweep import SpecError, load_spec
+    from replay.experiments.tune import parse_limits
+    from replay.experiments.tune import tune as run_tune
+
+    with fail_on(SpecError):
+        spec = load_spec(spec_file)
+        limits = parse_limits(max_risk)
+    con, dataset, ds = _load_dataset(db, dataset or spec.dataset)
+    progress = count_progress("tune", "{task.completed}/{task.total} trials", disable=as_json)
+    with fail_on(SpecError), progress:
+        task = progress.add_task("", total=trials)
+        res = run_tune(con, ds, spec, objective=objective, limits=limits, trials=trials, seed=seed,
+                       on_trial=lambda t: progress.advance(task))
+    if as_json:
+        echo_json(res)
+        return
+    _print_tune(res, objective)
+
+
+def _print_tune(res: dict, objective: str) -> None:
+    unit = "$" if objective == "cost" else "tokens "
+    out.print(f"tune [bold]{res['tune_id']}[/]: {res['trials']} trials ({res['feasible_trials']} within limits "
+              f"{res['limits'] or 'none'}), objective {res['figure']}")
+    if not res["best"]:
+        out.print("[red]no configuration met the risk limits[/]")
+        return
+    b = res["best"]
+    out.print(f"best: {json.dumps(b['params'])} {json.dumps(b['cache']) if b['cache'] else ''} -> "
+              f"{unit}{b['objective']:,.2f} (run {b['run_id']})")
+    if res["runner_up"]:
+        out.print(f"  margin over the runner-up {json.dumps(res['runner_up']['params'])}: "
+                  f"{unit}{res['runner_up']['margin']:,.2f}")
+    if res.get("defaults"):
+        out.print(f"  margin over the source's defaults: {unit}{res['defaults']['margin']:,.2f}")
+
+
+COMMANDS = [policies, replay, runs_cmd, sweep, tune]
