@@ -344,10 +344,11 @@ def test_key_file_matches_ingest_pseudonyms(tmp_path):
 
 
 def test_fillers_match_token_counts_and_size():
-    from replay.privacy.anonymize import _Anonymizer, _Text
+    from replay.privacy.records import Anonymizer
+    from replay.privacy.texts import Text
 
-    an = _Anonymizer(Keyring(b"f" * 32), keep_tool_names=True, keep_arg_keys=True, time_shift=False,
-                     deny={"alice"}, summary=AnonymizeSummary())
+    an = Anonymizer(Keyring(b"f" * 32), keep_tool_names=True, keep_arg_keys=True, time_shift=False,
+                    deny={"alice"}, summary=AnonymizeSummary())
     samples = [
         "x", "ok", "PASSED", "3 passed in 0.12s", "def parse():\n    return 1\n" * 40,
         "日本語のテキストと絵文字 🎉🎉🎉 " * 20, "    " * 500 + "x", "=" * 3000,
@@ -355,9 +356,9 @@ def test_fillers_match_token_counts_and_size():
         "iVBORw0KGgo" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo" * 100, " ".join(["alice"] * 10),
         "\n".join(f"{i:6d}\u2192line {i} of the file" for i in range(3000)),
     ]
-    an._resolve_texts([_Text(t) for t in samples])
+    an.texts.resolve_texts([Text(t) for t in samples])
     raw_counts = count_many(samples)
-    fill = [an.fill[t] for t in samples]
+    fill = [an.texts.fill[t] for t in samples]
     assert count_many(fill) == raw_counts
     assert len(set(fill)) == len(fill)
     for t, f in zip(samples, fill):
@@ -392,6 +393,7 @@ def test_cli(tmp_path):
     assert res.exit_code == 0 and "--key-file" in res.output and "--shift-timestamps" in res.output
     out = tmp_path / "out"
     key = tmp_path / "k"
+    load_or_create_master_key(key)  # a key file named with --key-file must exist
     res = runner.invoke(anonymize_cmd, [str(src), str(out), "--key-file", str(key), "-q"])
     assert res.exit_code == 0, res.output
     assert "3 files" in res.output and "secrets removed" in res.output

@@ -1,0 +1,266 @@
+"""Texts awaiting their filler, and the batch that resolves them.
+
+The record walker leaves a ``Text`` wherever a string becomes filler and a ``Block`` for every
+model-context block built from several strings. ``TextResolver.resolve()`` then, per file and
+in a few token-counting batches: scrubs and seeds each distinct text, builds its filler with
+the exact token count, keeps fillers unique per text (a collision is re-drawn), and brings
+each block's token count to the raw block's by trimming or growing its longest fillers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from replay.ingest.keys import Keyring
+from replay.ingest.tokens import count_many
+from replay.privacy.fillers import Fillers
+from replay.privacy.pseudonyms import Pseudonyms
+from replay.privacy.scrub import scrub
+
+if TYPE_CHECKING:
+    from replay.privacy.anonymize import AnonymizeSummary
+
+
+class Text:
+    """A text awaiting its filler (resolved in one token-counting batch per file)."""
+
+    __slots__ = ("raw", "override")
+
+    def __init__(self, raw: str):
+        self.raw = raw
+        self.override: str | None = None  # a block-adjusted filler for this occurrence only
+
+
+@dataclass
+class Block:
+    """A model-context block whose canonical text is built from several strings (tool_use
+    input, tool_result parts, attachment, ...): its token count is checked as a whole."""
+
+    raw_text: str
+    anon: Any
+    render: Callable[[Any], str]
+
+
+def texts_in(obj: Any, out: list[Text]) -> list[Text]:
+    """Every ``Text`` in a record tree, in order, appended to ``out``."""
+    if isinstance(obj, Text):
+        out.append(obj)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            texts_in(v, out)
+    elif isinstance(obj, list):
+        for v in obj:
+            texts_in(v, out)
+    return out
+
+
+def materialize(obj: Any, fill: dict[str, str]) -> Any:
+    """A record tree with every ``Text`` replaced by its filler (or its block-adjusted one)."""
+    if isinstance(obj, Text):
+        return obj.override if obj.override is not None else fill[obj.raw]
+    if isinstance(obj, dict):
+        return {k: materialize(v, fill) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [materialize(v, fill) for v in obj]
+    return obj
+
+
+def digest(s: str) -> bytes:
+    return hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class TextResolver:
+    """The fillers of the file being written and what keeps them unique over the run."""
+
+    def __init__(self, keys: Keyring, pseudo: Pseudonyms, fillers: Fillers, summary: AnonymizeSummary):
+        self.keys = keys
+        self.prf = pseudo.prf
+        self.fillers = fillers
+        self.s = summary
+        # raw text -> filler, for the file being written (cleared per file: fillers are
+        # deterministic, so the same text in another file gets the same filler again)
+        self.fill: dict[str, str] = {}
+        self.fill_secrets: dict[str, int] = {}  # raw text -> scrub findings
+        # digest(filler) -> digest(raw text), for the whole run: different texts never share
+        # a filler (16-byte digests keep memory small on large trees)
+        self.used: dict[bytes, bytes] = {}
+        self.pending: list[Text] = []
+        self.blocks: list[Block] = []
+        self.block_owner: dict[bytes, bytes] = {}  # digest(adjusted block text) -> digest(raw block text)
+
+    def text(self, v: str) -> Text | str:
+        """A placeholder for ``v``'s filler (the empty string stays empty)."""
+        if v == "":
+            return ""
+        t = Text(v)
+        self.pending.append(t)
+        self.s.texts_replaced += 1
+        return t
+
+    def filler_now(self, v: str) -> str:
+        """``v``'s filler at once, outside the batch (dict keys that are data)."""
+        if v not in self.fill:
+            self.resolve_texts([Text(v)])
+        return self.fill[v]
+
+    def materialize(self, obj: Any) -> Any:
+        return materialize(obj, self.fill)
+
+    def end_file(self) -> None:
+        self.fill.clear()
+        self.fill_secrets.clear()
+
+    # --- fillers of texts ------------------------------------------------------------------
+    def resolve_texts(self, texts: list[Text]) -> None:
+        """Fillers for every raw text not seen yet: scrub, seed, build, verify counts."""
+        todo = list(dict.fromkeys(t.raw for t in texts if t.raw not in self.fill))
+        if not todo:
+            return
+        self.s.unique_texts += len(todo)
+        seeds = self._seeds(todo)
+        targets = dict(zip(todo, count_many(todo)))
+        attempt = dict.fromkeys(todo, 0)
+        work = todo
+        made: dict[str, str] = {}
+        for _round in range(12):
+            made = self._draw(work, seeds, attempt, targets)
+            self._fix_counts(made, seeds, targets)
+            work = self._claim(work, made, attempt)
+            if not work:
+                break
+        for raw in todo:  # give up on uniqueness after many attempts (only for 1-2 token texts)
+            if raw not in self.fill:
+                self.fill[raw] = made.get(raw, "")
+
+    def _seeds(self, todo: list[str]) -> dict[str, bytes]:
+        """Per text, the keyed seed of its filler, from its scrubbed form: a secret never
+        seeds a filler."""
+        seeds: dict[str, bytes] = {}
+        for raw in todo:
+            clean, findings = scrub(raw)
+            self.fill_secrets[raw] = len(findings)
+            seeds[raw] = self.prf(b"filler", bytes.fromhex(self.keys.text_hash(clean)), 32)
+        return seeds
+
+    def _draw(self, work: list[str], seeds: dict[str, bytes], attempt: dict[str, int],
+              targets: dict[str, int]) -> dict[str, str]:
+        """A filler per text, from its seed (or a re-draw seed after a collision)."""
+        made = {}
+        for raw in work:
+            seed = seeds[raw] if attempt[raw] == 0 else self.prf(b"filler-retry", seeds[raw] + bytes([attempt[raw]]), 32)
+            made[raw] = self.fillers.make(seed, targets[raw], len(raw.encode("utf-8", "surrogatepass")), raw.count("\n"))
+        return made
+
+    def _fix_counts(self, made: dict[str, str], seeds: dict[str, bytes], targets: dict[str, int]) -> None:
+        """Exact token counts: add or remove words until each filler has its text's count."""
+        pending = list(made)
+        for _fix in range(8):
+            if not pending:
+                break
+            counts = count_many([made[r] for r in pending])
+            still = []
+            for raw, c in zip(pending, counts):
+                if c != targets[raw]:
+                    made[raw] = self.fillers.adjust(made[raw], c - targets[raw], seeds[raw])
+                    still.append(raw)
+            pending = still
+        if pending:
+            counts = count_many([made[r] for r in pending])
+            self.s.filler_mismatch += sum(1 for r, c in zip(pending, counts) if c != targets[r])
+
+    def _claim(self, work: list[str], made: dict[str, str], attempt: dict[str, int]) -> list[str]:
+        """Record the fillers no other text uses; return the texts to re-draw."""
+        # injectivity: a filler already used by another text is re-drawn
+        retry = []
+        for raw in work:
+            f = made[raw]
+            fd, rd = digest(f), digest(raw)
+            owner = self.used.get(fd)
+            if owner is not None and owner != rd and attempt[raw] < 10:
+                attempt[raw] += 1
+                retry.append(raw)
+                continue
+            self.used[fd] = rd
+            self.fill[raw] = f
+        return retry
+
+    # --- token counts of blocks ------------------------------------------------------------
+    def resolve(self) -> None:
+        """Fillers for the pending texts, then per-block token checks of composite blocks."""
+        self.resolve_texts(self.pending)
+        for t in self.pending:
+            self.s.secrets_removed += self.fill_secrets.get(t.raw, 0)
+        self.pending = []
+        blocks, self.blocks = self.blocks, []
+        if not blocks:
+            return
+        self.s.blocks_checked += len(blocks)
+        raw_counts = count_many([b.raw_text for b in blocks])
+        todo = self._match_block_counts(blocks, raw_counts)
+        self._keep_blocks_distinct(blocks)
+        if todo:
+            texts = [self._render(blocks[i]) for i in todo]
+            self.s.blocks_token_mismatch += sum(1 for i, c in zip(todo, count_many(texts)) if c != raw_counts[i])
+
+    def _render(self, b: Block) -> str:
+        return b.render(materialize(b.anon, self.fill))
+
+    def _match_block_counts(self, blocks: list[Block], raw_counts: list[int]) -> list[int]:
+        """Trim or grow fillers until each block has its raw token count; returns the blocks
+        still to check (those left off after 10 rounds and those that cannot match)."""
+        todo = list(range(len(blocks)))
+        stuck = []  # nothing to absorb the difference (an input with only paths and numbers)
+        for _round in range(10):
+            if not todo:
+                break
+            texts = [self._render(blocks[i]) for i in todo]
+            counts = count_many(texts)
+            nxt = []
+            for i, c in zip(todo, counts):
+                delta = c - raw_counts[i]
+                if delta == 0:
+                    continue
+                leaves = sorted(texts_in(blocks[i].anon, []), key=lambda t: -len(t.override or self.fill[t.raw]))
+                # each leaf keeps at least one word: an input whose strings cannot absorb the
+                # difference (a long path pseudonym next to a short pattern) is left as it is
+                spare = sum(max(0, (t.override or self.fill[t.raw]).count(" ") - 1) for t in leaves)
+                if not leaves or (delta > 0 and spare < delta):
+                    for t in leaves:
+                        t.override = None
+                    stuck.append(i)
+                    continue
+                self._absorb(leaves, delta)
+                nxt.append(i)
+            todo = nxt
+        return todo + stuck
+
+    def _keep_blocks_distinct(self, blocks: list[Block]) -> None:
+        # different raw blocks must stay different: a block whose adjusted text collides with
+        # another block's gets its plain fillers back (those are unique per text)
+        for b in blocks:
+            rd = digest(b.raw_text)
+            owner = self.block_owner.setdefault(digest(self._render(b)), rd)
+            if owner != rd:
+                for t in texts_in(b.anon, []):
+                    t.override = None
+                self.block_owner.setdefault(digest(self._render(b)), rd)
+
+    def _absorb(self, leaves: list[Text], delta: int) -> None:
+        """Shrink (delta > 0) or grow the largest filler leaves of a block by ``delta`` tokens."""
+        if delta < 0:
+            t = leaves[0]
+            cur = t.override if t.override is not None else self.fill[t.raw]
+            t.override = self.fillers.adjust(cur, delta, self.prf(b"absorb", t.raw.encode("utf-8", "surrogatepass"), 32))
+            return
+        for t in leaves:
+            cur = t.override if t.override is not None else self.fill[t.raw]
+            words = max(0, cur.count(" ") - 1)
+            take = min(delta, words)
+            if take:
+                t.override = self.fillers.adjust(cur, take, b"\0" * 32)
+                delta -= take
+            if delta <= 0:
+                return
