@@ -8,8 +8,12 @@ prints) or from ``replay.experiments.validate`` (the same report `ctxreplay vali
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import json
+import os
+import shutil
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -30,6 +34,31 @@ def _num(v, nd=0) -> str:
 
 def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
           max_risk: dict[str, float] | None = None) -> dict[str, Any]:
+    """Write the report into ``out_dir``: everything is written into a temporary folder inside
+    it and moved into place once complete (``index.html`` last), so a failed or interrupted run
+    leaves no partial report under the final names (and no new ``out_dir`` if it made one)."""
+    created = not out_dir.exists()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".report-tmp-", dir=out_dir))
+    try:
+        res = _build(db, dataset, out_dir, stage, objective=objective, max_risk=max_risk)
+        finals = [p.relative_to(stage) for p in stage.rglob("*") if p.is_file()]
+        for rel in sorted(finals, key=lambda r: (r.name == "index.html", r.name == "report.md", str(r))):
+            (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(stage / rel, out_dir / rel)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()  # only if still empty
+        raise
+    shutil.rmtree(stage, ignore_errors=True)
+    return res
+
+
+def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str,
+           max_risk: dict[str, float] | None) -> dict[str, Any]:
+    """The report of ``dataset``, written into ``stage`` (it is moved to ``out_dir`` afterwards)."""
     from replay import __version__
     from replay import store
     from replay.model.costs import library_version
@@ -38,8 +67,7 @@ def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
     from replay.experiments.validate import plot_worst, validate
 
     max_risk = {"stale_refs": 0, "dangling_refs": 0} if max_risk is None else max_risk
-    out_dir.mkdir(parents=True, exist_ok=True)
-    img = out_dir / "img"
+    img = stage / "img"
     con = store.connect(db, read_only=True)
     try:
         overview = tables.dataset_overview(con, dataset)
@@ -188,8 +216,8 @@ def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
            f"- cache model of the baseline: `{json.dumps(fid['cache_config'])}`",
            f"- runs: {len(rows)} ({', '.join(sorted({r['policy'] for r in rows}))}); regenerate with "
            f"`ctxreplay report --db {db.name} --dataset {dataset} --out {out_dir}`", ""]
-    (out_dir / "report.md").write_text("\n".join(md))
-    (out_dir / "index.html").write_text(_html(md, figures, out_dir, dataset))
+    (stage / "report.md").write_text("\n".join(md))
+    (stage / "index.html").write_text(_html(md, figures, stage, dataset))
     return {"out": str(out_dir), "runs": len(rows), "figures": len(figures), "recommendation": rec}
 
 

@@ -9,8 +9,12 @@ SHARED_LOGS = SHARED / "logs"
 
 @pytest.fixture(autouse=True)
 def _isolated_key(tmp_path_factory, monkeypatch):
-    """Never touch the user's real key file from a test."""
+    """Never touch the user's real key file from a test. A named key file must exist (only the
+    default path is created on first use), so the test key is made here."""
+    from replay.ingest.keys import load_or_create_master_key
+
     key = tmp_path_factory.getbasetemp() / "test.key"
+    load_or_create_master_key(key)
     monkeypatch.setenv("CTXREPLAY_KEY_FILE", str(key))
 
 

@@ -7,7 +7,9 @@ that open a database, so `ctxreplay --version` and `--help` stay fast.
 
 from __future__ import annotations
 
+import errno
 import json
+import re
 import sys
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape as rich_escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 err = Console(stderr=True, soft_wrap=True)
@@ -26,26 +29,85 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 # --- errors ---------------------------------------------------------------------------
 
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def clean(value) -> str:
+    """``value`` as one line of text with control characters (ANSI escapes, newlines, bidi
+    overrides, undecodable bytes) shown as \\xNN / \\uNNNN: a hostile file name cannot drive
+    the terminal."""
+    text = str(value)
+    return _UNSAFE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
+def esc(value) -> str:
+    """``value`` safe inside a Rich markup string: markup escaped, control characters made visible."""
+    return rich_escape(clean(value))
+
+
 def fail(msg: str, code: int = 1, *, console: Console | None = None) -> None:
-    """Print `error: MSG` on stderr and exit with `code`."""
-    (console or err).print(f"[bold red]error:[/] {msg}")
+    """Print `error: MSG` on stderr (MSG is plain text, never markup) and exit with `code`."""
+    (console or err).print(f"[bold red]error:[/] {esc(msg)}", soft_wrap=True)
     sys.exit(code)
+
+
+def os_error_message(e: OSError) -> str:
+    """One line for a disk-full, permission or other OS error, naming the file and what to do."""
+    name = e.filename if e.filename is not None else ""
+    where = f"{name}: " if name != "" else ""
+    if e.errno == errno.ENOSPC:
+        return f"{where}no space left on device; free some space and run again"
+    if e.errno == errno.EDQUOT:
+        return f"{where}disk quota exceeded; free some space and run again"
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        what = "read-only file system" if e.errno == errno.EROFS else "permission denied"
+        return f"{where}{what}; check the permissions of the file and its folder, or choose another path"
+    return f"{where}{e.strerror or e}"
 
 
 @contextmanager
 def fail_on(*errors: type[BaseException], console: Console | None = None):
-    """Turn the expected library errors raised in the block into `fail(str(e))`."""
+    """Turn the expected library errors raised in the block into one `error:` line."""
     try:
         yield
     except errors as e:
-        fail(str(e), console=console)
+        fail(os_error_message(e) if isinstance(e, OSError) else str(e), console=console)
+
+
+class CleanGroup(click.Group):
+    """The command group: OS errors (disk full, permissions) and DuckDB errors that escape a
+    command end in one `error:` line and exit 1, not a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except OSError as e:
+            if e.errno == errno.EPIPE:
+                raise
+            fail(os_error_message(e))
+        except Exception as e:
+            duckdb = sys.modules.get("duckdb")
+            if duckdb is None or not isinstance(e, duckdb.Error):
+                raise
+            from replay import store
+
+            db = ctx.meta.get(DB_META)
+            fail(str(store.database_error(db or Path("the database"), e)))
 
 
 # --- options --------------------------------------------------------------------------
 
+DB_META = "ctxreplay.db"
+
+
+def remember_db(ctx: click.Context, param, value):
+    ctx.meta[DB_META] = value
+    return value
+
+
 DB_OPTION = click.option(
     "--db", type=click.Path(dir_okay=False, path_type=Path), default=Path("ctxreplay.duckdb"),
-    show_default=True, help="DuckDB file holding datasets and runs.",
+    show_default=True, help="DuckDB file holding datasets and runs.", callback=remember_db,
 )
 QUIET_OPTION = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 SPEC_ARGUMENT = click.argument("spec_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -112,17 +174,20 @@ def make_options(ttl, breakpoints, observed_evictions, prices_file, price_date, 
 # --- progress bars --------------------------------------------------------------------
 
 def byte_progress(label: str, disable: bool, console: Console | None = None) -> Progress:
-    """A bar over bytes read, with the current file name (ingest, anonymize)."""
+    """A bar over bytes read, with the current file name (ingest, anonymize), shown as plain
+    text; none when the console is not a terminal."""
+    console = console or err
     return Progress(
-        TextColumn(f"[bold]{label}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-        TextColumn("{task.description}"), console=console or err, disable=disable, transient=True,
+        TextColumn(f"[bold]{esc(label)}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+        TextColumn("{task.description}", markup=False), console=console, disable=disable or not console.is_terminal,
+        transient=True,
     )
 
 
 def count_progress(label: str, counter: str, disable: bool) -> Progress:
     """A bar over counted units (sessions, session-configs, trials)."""
-    return Progress(TextColumn(f"[bold]{label}"), BarColumn(), TextColumn(counter), TimeRemainingColumn(),
-                    console=err, disable=disable, transient=True)
+    return Progress(TextColumn(f"[bold]{esc(label)}"), BarColumn(), TextColumn(counter), TimeRemainingColumn(),
+                    console=err, disable=disable or not err.is_terminal, transient=True)
 
 
 # --- output ---------------------------------------------------------------------------
@@ -146,15 +211,24 @@ def echo_json(obj, default=json_default) -> None:
 # --- database -------------------------------------------------------------------------
 
 def open_db(db: Path, read_only: bool = True):
-    """Connect to `db`, closed with the click context; a store error is fatal."""
+    """Connect to an existing `db` after reading it fully (a damaged file is refused with one
+    line), closed with the click context; a store error is fatal. Only `ingest`-style writers
+    create a database: a missing `db` is an error here."""
     from replay import store
 
+    if not db.exists():
+        fail(f"{db}: no such database; create it with `ctxreplay ingest LOGS --db {db}`")
     with fail_on(store.StoreError):
-        con = store.connect(db, read_only=read_only)
+        con = store.connect(db, read_only=read_only, verify=True)
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         ctx.call_on_close(con.close)  # in-process callers (tests, notebooks) reopen the file
     return con
+
+
+def verify_db(db: Path) -> None:
+    """Fail (one line) unless `db` exists and reads fully, for commands whose library call opens it."""
+    open_db(db).close()
 
 
 def check_dataset(con, dataset: str, db: Path) -> None:

@@ -9,8 +9,8 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, QUIET_OPTION, byte_progress, check_dataset, dataset_option, echo_json, fail_on, fmt_ts, json_option,
-    key_file_option, open_db, out, out_dir_option
+    DB_OPTION, QUIET_OPTION, byte_progress, check_dataset, clean, dataset_option, echo_json, esc, fail_on, fmt_ts,
+    json_option, key_file_option, open_db, out, out_dir_option
 )
 
 
@@ -27,24 +27,30 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
     Reads Claude Code `.jsonl` transcripts, Stop-hook JSON dumps and `subagents/agent-*.jsonl`
     files. No raw text is stored: only sizes, token counts, keyed hashes and path
     pseudonyms. Re-ingesting unchanged files adds nothing; a file that grew is stored as a
-    new version. Bad lines and unreadable files are reported and counted, never fatal.
+    new version. Bad lines and unreadable files are reported and counted, never fatal;
+    FIFOs, devices and sockets are skipped by name, never opened. Exits 1 when no given
+    file could be used. A --key-file (or $CTXREPLAY_KEY_FILE) must exist: only the default
+    key is created on first use.
     """
     from replay import store
+    from replay.ingest.keys import open_master_key
     from replay.store.load import ingest as run_ingest
 
+    with fail_on(ValueError, OSError):
+        master = open_master_key(key_file)
     progress = byte_progress("ingest", disable=quiet or as_json)
     with progress, fail_on(store.StoreError, ValueError, OSError):
         task = progress.add_task("", total=None)
         summary = run_ingest(
-            list(paths), db, dataset=dataset, key_file=key_file,
+            list(paths), db, dataset=dataset, master_key=master,
             on_total=lambda n: progress.update(task, total=n),
-            on_progress=lambda n, name: progress.update(task, advance=n, description=name[:40]),
+            on_progress=lambda n, name: progress.update(task, advance=n, description=clean(name[:40])),
         )
     if as_json:
         echo_json(summary.as_dict(), default=None)
     else:
         print_ingest_summary(summary, db, dataset)
-    if summary.files == 0 and summary.failed:
+    if summary.nothing_usable:
         sys.exit(1)
 
 
@@ -53,22 +59,26 @@ def print_ingest_summary(summary, db: Path, dataset: str) -> None:
     mbps = s.bytes / 1e6 / s.seconds if s.seconds else 0.0
     out.print(
         f"[bold]{s.files}[/] files: {s.ingested} ingested ({s.new_versions} as new versions), "
-        f"{s.unchanged} unchanged, {s.duplicates} duplicate content, {len(s.failed)} failed "
-        f"in {s.seconds:.1f}s ({mbps:.1f} MB/s)"
+        f"{s.unchanged} unchanged, {s.duplicates} duplicate content, {len(s.failed)} failed"
+        + (f", {len(s.skipped_files)} skipped" if s.skipped_files else "") + f" in {s.seconds:.1f}s ({mbps:.1f} MB/s)"
     )
     out.print(
         f"added {s.sessions} sessions, {s.streams} streams, {s.requests} requests, {s.blocks} blocks "
-        f"to dataset [cyan]{dataset}[/] in {db}"
+        f"to dataset [cyan]{esc(dataset)}[/] in {esc(db)}"
     )
     if s.report.skipped:
-        out.print("lines skipped: " + ", ".join(f"{k}={v}" for k, v in sorted(s.report.skipped.items())))
+        out.print("lines skipped: " + ", ".join(f"{esc(k)}={v}" for k, v in sorted(s.report.skipped.items())))
         for m in s.report.messages:
-            out.print(f"  [yellow]{m}[/]")
+            out.print(f"  [yellow]{esc(m)}[/]")
     if s.report.non_context:
         total = sum(s.report.non_context.values())
         out.print(f"non-context lines (progress, snapshots, UI): {total}")
     for f, reason in s.failed:
-        out.print(f"  [red]{f}: {reason}[/]")
+        out.print(f"  [red]{esc(f)}: {esc(reason)}[/]")
+    if s.skipped_files:
+        out.print(f"{len(s.skipped_files)} skipped (not regular files, never opened):")
+        for f, reason in s.skipped_files:
+            out.print(f"  [yellow]{esc(f)}: {esc(reason)}[/]")
     if s.unchanged and not s.ingested:
         out.print("nothing new: every file was already ingested unchanged")
 
@@ -87,8 +97,8 @@ def datasets(db: Path, as_json: bool) -> None:
         return
     t = Table("dataset", "sessions", "requests", "blocks", "file versions", "token counter", "created")
     for r in rows:
-        t.add_row(r["name"], str(r["sessions"]), str(r["requests"]), str(r["blocks"]), str(r["file_versions"]),
-                  r["token_counter"], r["created_at"].strftime("%Y-%m-%d %H:%M"))
+        t.add_row(esc(r["name"]), str(r["sessions"]), str(r["requests"]), str(r["blocks"]), str(r["file_versions"]),
+                  esc(r["token_counter"]), r["created_at"].strftime("%Y-%m-%d %H:%M"))
     out.print(t)
 
 
@@ -110,9 +120,9 @@ def sessions(db: Path, dataset: str | None, as_json: bool) -> None:
     t = Table("dataset", "session", "agent", "models", "streams", "requests", "blocks", "compactions",
               "block tokens", "started")
     for r in rows:
-        t.add_row(r["dataset"], r["session_key"], r["agent"], r["models"] or "-", str(r["n_streams"]),
-                  str(r["n_requests"]), str(r["n_blocks"]), str(r["n_compactions"]), f"{r['block_tokens']:,}",
-                  fmt_ts(r["started_at"]))
+        t.add_row(esc(r["dataset"]), esc(r["session_key"]), esc(r["agent"]), esc(r["models"] or "-"),
+                  str(r["n_streams"]), str(r["n_requests"]), str(r["n_blocks"]), str(r["n_compactions"]),
+                  f"{r['block_tokens']:,}", fmt_ts(r["started_at"]))
     out.print(t)
 
 
@@ -123,14 +133,15 @@ def sessions(db: Path, dataset: str | None, as_json: bool) -> None:
 def export(db: Path, dataset: str, out_dir: Path) -> None:
     """Export a dataset's trace as Parquet (sessions, streams, requests, blocks, compactions).
 
-    The trace holds no raw text, so it can be shared; the key file stays with you.
+    The trace holds no raw text, so it can be shared; the key file stays with you. Files are
+    written under temporary names and renamed when all are complete.
     """
     from replay import store
 
     con = open_db(db)
-    with fail_on(store.StoreError):
+    with fail_on(store.StoreError, OSError):
         counts = store.export_parquet(con, dataset, out_dir)
-    out.print(f"wrote {out_dir}: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
+    out.print(f"wrote {esc(out_dir)}: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
 
 
 @click.command()
@@ -149,7 +160,7 @@ def generate(out_dir: Path, n_sessions: int, seed: int) -> None:
 
     s = generate_corpus(out_dir, sessions=n_sessions, seed=seed)
     out.print(
-        f"wrote {len(s.files)} files ({s.bytes / 1e6:.1f} MB) to {out_dir}: "
+        f"wrote {len(s.files)} files ({s.bytes / 1e6:.1f} MB) to {esc(out_dir)}: "
         f"{s.sessions} sessions, {s.requests} requests, {s.tool_results} tool results"
     )
 

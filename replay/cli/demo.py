@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from replay.cli.common import REPO_ROOT, fail, open_db, out
+from replay.cli.common import REPO_ROOT, esc, fail, open_db, out, remember_db
 from replay.cli.data import print_ingest_summary
 
 SAMPLE_DIR = REPO_ROOT / "datasets" / "sample" / "logs"
@@ -29,7 +29,7 @@ def sample_logs_dir() -> Path:
 
 @click.command()
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=Path("out/demo.duckdb"),
-              show_default=True, help="Where the demo database goes (recreated each time).")
+              show_default=True, help="Where the demo database goes (recreated each time).", callback=remember_db)
 @click.option("--logs", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Log directory to use instead of the embedded sample.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out/report"),
@@ -52,14 +52,14 @@ def demo(db: Path, logs: Path | None, report_dir: Path) -> None:
     con.close()
     _sweep(db)
     _report(db, report_dir)
-    out.print(f"[green]demo done[/]: {db}, {report_dir}/index.html")
+    out.print(f"[green]demo done[/]: {esc(db)}, {esc(report_dir)}/index.html")
 
 
 def _ingest_sample(logs: Path, db: Path) -> None:
     from replay.store.load import ingest as run_ingest
 
     out.rule("[bold]1. ingest")
-    out.print(f"logs: {logs}")
+    out.print(f"logs: {esc(logs)}")
     summary = run_ingest([logs], db, dataset="sample", key_file=db.parent / "demo.key")
     print_ingest_summary(summary, db, "sample")
     if summary.failed:
@@ -106,7 +106,7 @@ def _sweep(db: Path) -> None:
         out.print(f"sweep {res.sweep_id}: {res.points} runs of devboy_lru configurations and their no-op baselines "
                   f"in {res.seconds:.1f}s")
     else:
-        out.print(f"[yellow]{spec_path} not found (installed without the repository): sweep skipped[/]")
+        out.print(f"[yellow]{esc(spec_path)} not found (installed without the repository): sweep skipped[/]")
 
 
 def _report(db: Path, report_dir: Path) -> None:
@@ -114,10 +114,11 @@ def _report(db: Path, report_dir: Path) -> None:
 
     out.rule("[bold]5. report")
     r = build_report(db, "sample", report_dir)
-    out.print(f"wrote {report_dir}/index.html and {report_dir}/report.md ({r['runs']} runs, {r['figures']} figures)")
+    out.print(f"wrote {esc(report_dir)}/index.html and {esc(report_dir)}/report.md ({r['runs']} runs, "
+              f"{r['figures']} figures)")
     rec = r["recommendation"]
     if rec.get("best"):
-        out.print(f"recommendation (minimize {rec['figure']}, {rec['max_risk']}): {rec['best']['label']}")
+        out.print(f"recommendation (minimize {rec['figure']}, {esc(rec['max_risk'])}): {esc(rec['best']['label'])}")
 
 
 COMMANDS = [demo]

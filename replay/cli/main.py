@@ -3,7 +3,8 @@
 Each command group lives in its own module, a thin layer over the library: `data`
 (ingest, datasets, sessions, export, generate), `run` (policies, replay, runs, sweep,
 tune), `results` (compare, report, validate), `demo` and `privacy` (anonymize). What
-they share (options, consoles, error handling, database helpers) is in `common`.
+they share (options, consoles, error handling, database helpers) is in `common`; `check`
+reads a database fully to tell whether it is whole.
 """
 
 from __future__ import annotations
@@ -11,15 +12,15 @@ from __future__ import annotations
 import click
 
 from replay import __version__
-from replay.cli import data, demo, results, run
-from replay.cli.common import CONTEXT_SETTINGS
+from replay.cli import check, data, demo, results, run
+from replay.cli.common import CONTEXT_SETTINGS, CleanGroup
 from replay.cli.demo import sample_logs_dir
 from replay.cli.privacy import anonymize
 
 __all__ = ["main", "sample_logs_dir"]
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+@click.group(cls=CleanGroup, context_settings=CONTEXT_SETTINGS)
 @click.version_option(__version__, prog_name="ctxreplay")
 def main() -> None:
     """Replay coding-agent logs through context dedup/trimming policies and price them
@@ -29,7 +30,7 @@ def main() -> None:
     """
 
 
-for _command in [*data.COMMANDS, *run.COMMANDS, *results.COMMANDS, *demo.COMMANDS, anonymize]:
+for _command in [*data.COMMANDS, *run.COMMANDS, *results.COMMANDS, *check.COMMANDS, *demo.COMMANDS, anonymize]:
     main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover

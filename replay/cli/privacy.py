@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 
 from replay.cli.common import (
-    CONTEXT_SETTINGS, QUIET_OPTION, byte_progress, dataset_option, echo_json, fail, fail_on, json_option,
+    CONTEXT_SETTINGS, QUIET_OPTION, byte_progress, clean, dataset_option, echo_json, esc, fail, fail_on, json_option,
     key_file_option
 )
 
@@ -66,30 +66,36 @@ def anonymize(src: Path, dst: Path, key_file: Path | None, dataset: str, drop_to
     summaries) is replaced by keyed filler words (equal texts stay equal); paths, ids,
     session ids, branch names and file names get keyed pseudonyms; secrets are scrubbed
     before anything is derived from a text. Keep the key file private: with it, short
-    texts can be confirmed by guessing. Files other than .jsonl/.json are not copied.
+    texts can be confirmed by guessing. Files other than .jsonl/.json are not copied. A
+    --key-file (or $CTXREPLAY_KEY_FILE) must exist: only the default key is created on first use.
     """
+    from replay.ingest.keys import Keyring, open_master_key
     from replay.privacy.anonymize import anonymize_tree
 
+    if not src.is_dir() and not src.is_file():
+        _fail(f"{src} is not a regular file or a folder (a FIFO, device or socket); it is not read")
     if src.is_dir() and _inside(dst, src):
         _fail(f"OUT ({dst}) is inside IN ({src}); choose a directory outside the logs")
     if src.is_dir() and _inside(src, dst):
         _fail(f"IN ({src}) is inside OUT ({dst}); choose another output directory")
     if dst.exists() and any(dst.iterdir()) and not force:
         _fail(f"{dst} already holds files; use --force to write into it anyway")
+    with fail_on(ValueError, OSError, console=err):
+        keys = Keyring.for_dataset(open_master_key(key_file), dataset)
     progress = byte_progress("anonymize", disable=quiet or as_json, console=err)
     with progress, fail_on(ValueError, OSError, console=err):
         task = progress.add_task("", total=None)
         s = anonymize_tree(
-            src, dst, key_file, keep_tool_names=not drop_tool_names, keep_arg_keys=not drop_arg_keys,
+            src, dst, keys, keep_tool_names=not drop_tool_names, keep_arg_keys=not drop_arg_keys,
             time_shift=shift_timestamps, path_style=path_style, dataset=dataset,
             on_total=lambda n: progress.update(task, total=n),
-            on_progress=lambda n, name: progress.update(task, advance=n, description=name[:40]),
+            on_progress=lambda n, name: progress.update(task, advance=n, description=clean(name[:40])),
         )
     if as_json:
         echo_json(s.as_dict(), default=None)
     else:
         mbps = s.bytes_in / 1e6 / s.seconds if s.seconds else 0.0
-        out.print(f"[bold]{s.files}[/] files, {s.records:,} records anonymized into {dst} "
+        out.print(f"[bold]{s.files}[/] files, {s.records:,} records anonymized into {esc(dst)} "
                   f"in {s.seconds:.1f}s ({mbps:.1f} MB/s)")
         out.print(f"texts replaced: {s.texts_replaced:,} ({s.unique_texts:,} distinct), "
                   f"secrets removed: {s.secrets_removed:,}, ids: {s.ids_replaced:,}, paths: {s.paths_replaced:,}")
@@ -102,6 +108,6 @@ def anonymize(src: Path, dst: Path, key_file: Path | None, dataset: str, drop_to
         if s.skipped_files:
             out.print(f"{len(s.skipped_files)} file(s) that are not logs were not copied")
         for f, reason in s.failed:
-            out.print(f"  [red]{f}: {reason}[/]")
+            out.print(f"  [red]{esc(f)}: {esc(reason)}[/]")
     if s.files == 0 and s.failed:
         sys.exit(1)

@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, cache_options, dataset_option, echo_json, fail_on, json_option, make_options, max_risk_option,
+    DB_OPTION, cache_options, dataset_option, echo_json, esc, fail_on, json_option, make_options, max_risk_option,
     objective_option, open_db, out, out_dir_option, pick_dataset
 )
 
@@ -30,15 +30,15 @@ def compare(db, dataset, as_json):
         echo_json(rows)
         return
     if not rows:
-        out.print(f"no finished runs in {db}; run `ctxreplay replay --db {db} --policy noop` first")
+        out.print(f"no finished runs in {esc(db)}; run `ctxreplay replay --db {esc(db)} --policy noop` first")
         return
     t = Table("run", "policy", "params", "tokens delivered", "context tokens", "cost $", "saved", "hit rate",
               "busts", "hints", "dangling", "stale", "re-read")
     for r in rows:
         f = r["figures"]
         saved = r.get("saved_pct") or {}
-        t.add_row(r["run_id"], r["policy"], json.dumps(r["params"])[:30], f"{f['tokens_delivered']:,.0f}",
-                  f"{f['context_tokens']:,.0f}", f"{f['cost']:,.2f}",
+        t.add_row(esc(r["run_id"]), esc(r["policy"]), esc(json.dumps(r["params"])[:30]),
+                  f"{f['tokens_delivered']:,.0f}", f"{f['context_tokens']:,.0f}", f"{f['cost']:,.2f}",
                   "-" if saved.get("cost") is None else f"{saved['cost']:+.1%}",
                   "-" if f["hit_rate"] is None else f"{f['hit_rate']:.1%}", f"{f['busts']:.0f}", f"{f['hints']:.0f}",
                   f"{f['dangling_refs']:.0f}", f"{f['stale_refs']:.0f}", f"{f['trimmed_reread']:.0f}")
@@ -48,9 +48,9 @@ def compare(db, dataset, as_json):
         fid = r["baseline_fidelity"]
         if fid and r["baseline_run"] not in seen and fid["cost_rel_error"] is not None:
             seen.add(r["baseline_run"])
-            out.print(f"baseline {r['baseline_run']} ({r['dataset']}): simulated ${fid['baseline_cost']:,.2f} vs "
-                      f"recorded ${fid['recorded_cost']:,.2f} ({fid['cost_rel_error']:+.2%}); savings are measured "
-                      "against the baseline")
+            out.print(f"baseline {esc(r['baseline_run'])} ({esc(r['dataset'])}): simulated "
+                      f"${fid['baseline_cost']:,.2f} vs recorded ${fid['recorded_cost']:,.2f} "
+                      f"({fid['cost_rel_error']:+.2%}); savings are measured against the baseline")
 
 
 @click.command()
@@ -62,7 +62,8 @@ def compare(db, dataset, as_json):
 def report(db, dataset, out_dir, objective, max_risk):
     """Write the policy report: dataset overview, baseline fidelity, leaderboard, Pareto plot,
     sweep heatmaps, cache-price study, per-tool breakdown, risk table, recommendation and a
-    reproducibility footer. index.html is self-contained (works offline)."""
+    reproducibility footer. index.html is self-contained (works offline). Files are written
+    under a temporary name and renamed when the whole report is complete."""
     from analysis.report import build
     from replay.experiments.tune import parse_limits
     from replay.experiments.sweep import SpecError
@@ -72,12 +73,12 @@ def report(db, dataset, out_dir, objective, max_risk):
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
     con.close()
-    with fail_on(ValueError):
+    with fail_on(ValueError, OSError):
         res = build(db, dataset, out_dir, objective=objective, max_risk=limits)
-    out.print(f"wrote {out_dir}/index.html and report.md ({res['runs']} runs, {res['figures']} figures)")
+    out.print(f"wrote {esc(out_dir)}/index.html and report.md ({res['runs']} runs, {res['figures']} figures)")
     rec = res["recommendation"]
     if rec.get("best"):
-        out.print(f"recommendation ({rec['figure']}, limits {rec['max_risk']}): {rec['best']['label']}")
+        out.print(f"recommendation ({esc(rec['figure'])}, limits {esc(rec['max_risk'])}): {esc(rec['best']['label'])}")
 
 
 @click.command()
@@ -129,7 +130,7 @@ def _print_validation(pub: dict, plot_path: Path) -> None:
     for s in pub["sessions"]:
         e = s["rel_error"]
         ok = "no usage" if s["within_targets"] is None else "yes" if s["within_targets"] else "[red]no[/]"
-        t.add_row(s["session_id"][:12], s["agent"], str(s["requests"]), *(pct(e[f], f) for f in TARGETS), ok)
+        t.add_row(esc(s["session_id"][:12]), esc(s["agent"]), str(s["requests"]), *(pct(e[f], f) for f in TARGETS), ok)
     out.print(t)
     o = pub["overall"]
     if o["sessions_without_usage"]:
@@ -137,7 +138,7 @@ def _print_validation(pub: dict, plot_path: Path) -> None:
                   "not validated)")
     for agent, a in o["by_agent"].items():
         if a["sessions"]:
-            out.print(f"  {agent}: {a['within_targets']}/{a['sessions']} within targets; " + ", ".join(
+            out.print(f"  {esc(agent)}: {a['within_targets']}/{a['sessions']} within targets; " + ", ".join(
                 f"{f} {v:+.2%}" for f, v in a["rel_error"].items() if v is not None))
     out.print(f"{o['sessions_within_targets']}/{o['sessions']} sessions within targets "
               f"(input {TARGETS['input_total']:.0%}, reads {TARGETS['cache_read']:.0%}, "
@@ -146,7 +147,7 @@ def _print_validation(pub: dict, plot_path: Path) -> None:
         out.print(f"  {name:11s} corpus-wide: " + ", ".join(
             f"{f} {errs[f]:+.2%}" if errs[f] is not None else f"{f} n/a" for f in TARGETS))
     out.print(f"  recorded cost ${o['recorded']['cost']:,.2f}, simulated ${o['simulated']['cost']:,.2f}; "
-              f"{o['requests_with_residual']} of {o['requests']} requests carry a residual; plot: {plot_path}")
+              f"{o['requests_with_residual']} of {o['requests']} requests carry a residual; plot: {esc(plot_path)}")
 
 
 COMMANDS = [compare, report, validate]

@@ -9,8 +9,8 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, SPEC_ARGUMENT, cache_options, count_progress, dataset_option, echo_json, fail, fail_on, json_option,
-    make_options, max_risk_option, objective_option, open_db, out, pick_dataset
+    DB_OPTION, SPEC_ARGUMENT, cache_options, count_progress, dataset_option, echo_json, esc, fail, fail_on,
+    json_option, make_options, max_risk_option, objective_option, open_db, out, pick_dataset, verify_db
 )
 
 SPEC_DATASET_HELP = "Dataset [default: the spec's, or the only one]."
@@ -112,7 +112,8 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
     if as_json:
         echo_json({"run_id": run_id, "policy": policy.name, "dataset": dataset, "totals": tot}, default=None)
         return
-    out.print(f"run [bold]{run_id}[/]: {policy.name} on {dataset} ({len(results)} sessions, {ds.n_requests} requests)")
+    out.print(f"run [bold]{esc(run_id)}[/]: {esc(policy.name)} on {esc(dataset)} ({len(results)} sessions, "
+              f"{ds.n_requests} requests)")
     if tot:
         out.print(f"  input {tot['input_total']:,.0f} tokens: read {tot['cache_read']:,.0f}, "
                   f"written {tot['cache_write_5m'] + tot['cache_write_1h']:,.0f}, uncached {tot['uncached']:,.0f}; "
@@ -134,8 +135,9 @@ def runs_cmd(db, dataset, as_json):
         return
     t = Table("run", "policy", "params", "dataset", "status", "sessions", "started", "git")
     for r in rows:
-        t.add_row(r["run_id"], r["policy"], json.dumps(r["params"])[:40], r["dataset"], r["status"],
-                  str(r["n_sessions"] or "-"), r["started_at"].strftime("%Y-%m-%d %H:%M:%S"), (r["git_sha"] or "")[:10])
+        t.add_row(esc(r["run_id"]), esc(r["policy"]), esc(json.dumps(r["params"])[:40]), esc(r["dataset"]),
+                  esc(r["status"]), str(r["n_sessions"] or "-"), r["started_at"].strftime("%Y-%m-%d %H:%M:%S"),
+                  esc((r["git_sha"] or "")[:10]))
     out.print(t)
 
 
@@ -161,6 +163,7 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, as_json):
 
     with fail_on(SpecError):
         spec = load_spec(spec_file)
+    verify_db(db)
     progress = count_progress(f"sweep {spec.name}", "{task.completed}/{task.total} session-configs", disable=as_json)
     with fail_on(SpecError, store.StoreError), progress:
         task = progress.add_task("", total=None)
@@ -175,10 +178,10 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, as_json):
     if as_json:
         echo_json(summary, default=None)
         return
-    out.print(f"sweep [bold]{res.sweep_id}[/] ({spec.name}): {res.points} points, {res.skipped_points} already "
-              f"finished; {res.sessions_done} session-configs run, {res.sessions_skipped} resumed; "
+    out.print(f"sweep [bold]{esc(res.sweep_id)}[/] ({esc(spec.name)}): {res.points} points, {res.skipped_points} "
+              f"already finished; {res.sessions_done} session-configs run, {res.sessions_skipped} resumed; "
               f"{res.seconds:.1f}s ({summary['blocks_configs_per_s'] or 0:,} blocks·configs/s)")
-    out.print(f"compare them: ctxreplay compare --db {db}")
+    out.print(f"compare them: ctxreplay compare --db {esc(db)}")
 
 
 @click.command()
@@ -214,16 +217,16 @@ def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
 
 def _print_tune(res: dict, objective: str) -> None:
     unit = "$" if objective == "cost" else "tokens "
-    out.print(f"tune [bold]{res['tune_id']}[/]: {res['trials']} trials ({res['feasible_trials']} within limits "
-              f"{res['limits'] or 'none'}), objective {res['figure']}")
+    out.print(f"tune [bold]{esc(res['tune_id'])}[/]: {res['trials']} trials ({res['feasible_trials']} within limits "
+              f"{esc(res['limits'] or 'none')}), objective {esc(res['figure'])}")
     if not res["best"]:
         out.print("[red]no configuration met the risk limits[/]")
         return
     b = res["best"]
-    out.print(f"best: {json.dumps(b['params'])} {json.dumps(b['cache']) if b['cache'] else ''} -> "
-              f"{unit}{b['objective']:,.2f} (run {b['run_id']})")
+    out.print(f"best: {esc(json.dumps(b['params']))} {esc(json.dumps(b['cache'])) if b['cache'] else ''} -> "
+              f"{unit}{b['objective']:,.2f} (run {esc(b['run_id'])})")
     if res["runner_up"]:
-        out.print(f"  margin over the runner-up {json.dumps(res['runner_up']['params'])}: "
+        out.print(f"  margin over the runner-up {esc(json.dumps(res['runner_up']['params']))}: "
                   f"{unit}{res['runner_up']['margin']:,.2f}")
     if res.get("defaults"):
         out.print(f"  margin over the source's defaults: {unit}{res['defaults']['margin']:,.2f}")

@@ -1,11 +1,12 @@
 """Keyed content hashes and per-component path pseudonyms.
 
 Every hash in a trace is keyed with a per-dataset secret derived from a master key that
-lives outside the dataset (default ``~/.config/ctxreplay/key``, overridable with
-``--key-file`` or ``CTXREPLAY_KEY_FILE``). Equal contents give equal hashes inside one
-dataset, so deduplication still works, but nobody without the key can confirm a guess of a
-short content ("ok", "PASSED", a path). Losing the key only means that new ingests no
-longer join old ones: existing traces stay valid.
+lives outside the dataset (default ``~/.config/ctxreplay/key``, created on first use,
+overridable with ``--key-file`` or ``CTXREPLAY_KEY_FILE``, which must name an existing file).
+Equal contents give equal hashes inside one dataset, so deduplication still works, but
+nobody without the key can confirm a guess of a short content ("ok", "PASSED", a path).
+Losing the key only means that new ingests no longer join old ones: existing traces stay
+valid.
 """
 
 from __future__ import annotations
@@ -15,32 +16,89 @@ import hmac
 import os
 import posixpath
 import secrets
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 KEY_ENV = "CTXREPLAY_KEY_FILE"
 
 
+MAX_KEY_FILE_BYTES = 1024  # a key file is 65 bytes (64 hex digits and a newline)
+
+
+class KeyFileError(ValueError):
+    """A key file that cannot be used: named but missing, not a regular file, implausible content."""
+
+
 def default_key_path() -> Path:
     env = os.environ.get(KEY_ENV)
     if env:
         return Path(env).expanduser()
+    return _config_key_path()
+
+
+def _config_key_path() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return Path(base) / "ctxreplay" / "key"
 
 
-def load_or_create_master_key(path: Path | None = None) -> bytes:
-    """Read the master key; create a random one (mode 0600) on first use."""
+def open_master_key(key_file: Path | None = None) -> bytes:
+    """The master key for a command: from ``key_file`` (``--key-file``), else ``$CTXREPLAY_KEY_FILE``,
+    else the default path. Only the default path is created on first use: a key file that is
+    named but missing is an error, since a new key would silently stop later outputs from
+    joining earlier ones.
+    """
+    if key_file is not None:
+        return load_or_create_master_key(Path(key_file).expanduser(), create=False, named_by="--key-file")
+    if os.environ.get(KEY_ENV):
+        return load_or_create_master_key(default_key_path(), create=False, named_by=f"${KEY_ENV}")
+    return load_or_create_master_key(_config_key_path(), create=True)
+
+
+_KINDS = {stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+          stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
+
+
+def load_or_create_master_key(path: Path | None = None, *, create: bool = True, named_by: str = "") -> bytes:
+    """Read the master key; create a random one (mode 0600) on first use if ``create``.
+
+    Only regular files of at most ``MAX_KEY_FILE_BYTES`` are read (never a FIFO or /dev/zero).
+    """
     path = path or default_key_path()
-    if path.exists():
-        raw = path.read_text().strip()
-        try:
-            key = bytes.fromhex(raw)
-        except ValueError as e:
-            raise ValueError(f"key file {path} is not hex: {e}; delete it to create a new key") from e
-        if len(key) < 16:
-            raise ValueError(f"key file {path} holds {len(key)} bytes; at least 16 are needed")
-        return key
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if not create:
+            raise KeyFileError(
+                f"key file {path} (given by {named_by or 'the caller'}) does not exist; check the path, or copy the "
+                "key you ingested with there (a new key would not join earlier datasets)"
+            ) from None
+        return _create_key(path)
+    if not stat.S_ISREG(st.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+        raise KeyFileError(f"key file {path} is {kind}, not a key file; give the path of the key file itself")
+    if st.st_size > MAX_KEY_FILE_BYTES:
+        raise KeyFileError(
+            f"key file {path} holds {st.st_size:,} bytes, too many for a key (65 expected); check the path"
+        )
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped since the stat
+            raise KeyFileError(f"key file {path} is not a regular file; give the path of the key file itself")
+        data = os.read(fd, MAX_KEY_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        key = bytes.fromhex(data.decode("ascii").strip())
+    except (UnicodeDecodeError, ValueError) as e:
+        raise KeyFileError(f"key file {path} is not hex ({e}); restore the key file, or delete it to create a "
+                           "new key") from e
+    if len(key) < 16:
+        raise KeyFileError(f"key file {path} holds {len(key)} bytes; at least 16 are needed")
+    return key
+
+
+def _create_key(path: Path) -> bytes:
     path.parent.mkdir(parents=True, exist_ok=True)
     key = secrets.token_bytes(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -1,7 +1,8 @@
 """Storage: the DuckDB file, its numbered migrations and the ingest pipeline that fills it.
 
-`db` owns the connection, migrations, atomic session writes and Parquet export; `load`
-discovers log files, runs the readers of `replay.ingest` on them and writes their traces.
+`db` owns the connection, migrations, atomic session writes and Parquet export; `integrity`
+reads a file fully to tell whether it is whole; `load` discovers log files, runs the readers
+of `replay.ingest` on them and writes their traces.
 May import: `replay.ingest`.
 """
 
@@ -11,6 +12,7 @@ from replay.store.db import (
     StoreError,
     connect,
     content_known,
+    database_error,
     dataset_names,
     datasets,
     ensure_dataset,
@@ -22,9 +24,10 @@ from replay.store.db import (
     transaction,
     write_sessions,
 )
+from replay.store.integrity import check
 
 __all__ = [
-    "MIGRATIONS", "PendingFile", "StoreError", "connect", "content_known", "dataset_names", "datasets",
-    "ensure_dataset", "export_parquet", "file_status", "migrate", "now", "sessions", "transaction",
-    "write_sessions",
+    "MIGRATIONS", "PendingFile", "StoreError", "check", "connect", "content_known", "database_error",
+    "dataset_names", "datasets", "ensure_dataset", "export_parquet", "file_status", "migrate", "now", "sessions",
+    "transaction", "write_sessions",
 ]

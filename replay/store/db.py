@@ -8,7 +8,9 @@ or a kill leaves either the whole session or none of it.
 from __future__ import annotations
 
 import json
+import os
 import re
+import secrets
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -26,6 +28,7 @@ from replay.ingest.trace import (
     STREAM_COLUMNS,
     SessionTrace,
 )
+from replay.store.integrity import check, damaged_message, describe_db_error
 
 
 class StoreError(Exception):
@@ -216,29 +219,57 @@ def now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (and migrate) a store. Locked or foreign files raise StoreError with what to do."""
+def connect(path: str | Path, read_only: bool = False, verify: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (and migrate) a store. Locked, foreign or damaged files raise StoreError with what to do.
+
+    With ``verify``, every table is read fully first (see `check`), so a damaged file is
+    refused before anything is read from it or written to it.
+    """
     path = Path(path)
     if read_only and not path.exists():
         raise StoreError(f"{path}: no such database; create it with `ctxreplay ingest ... --db {path}`")
     if path.exists() and path.is_dir():
         raise StoreError(f"{path} is a directory; --db takes a file path such as {path}/ctxreplay.duckdb")
+    if path.exists() and not path.is_file():
+        raise StoreError(f"{path} is not a regular file; --db takes a DuckDB database file")
+    if not path.exists() and not path.parent.is_dir():
+        raise StoreError(f"{path}: its folder {path.parent} does not exist; create it or choose another --db path")
     try:
         con = duckdb.connect(str(path), read_only=read_only)
-    except duckdb.IOException as e:
-        msg = str(e)
-        if "lock" in msg.lower():
-            pid = re.search(r"PID (\d+)", msg)
-            who = f" (process {pid.group(1)})" if pid else ""
-            raise StoreError(
-                f"{path} is locked by another process{who}; wait for it to finish or use another --db file"
-            ) from e
-        raise StoreError(f"{path}: cannot open as a DuckDB database: {msg.splitlines()[0]}") from e
     except duckdb.Error as e:
-        raise StoreError(f"{path}: cannot open as a DuckDB database: {str(e).splitlines()[0]}") from e
-    if not read_only:
-        migrate(con)
+        raise database_error(path, e) from e
+    try:
+        if verify:
+            bad = [t for t in check(con) if t["error"]]
+            if bad:
+                raise StoreError(damaged_message(path, f"table {bad[0]['table']}: {bad[0]['error']}"))
+        if not read_only:
+            migrate(con)
+    except duckdb.Error as e:
+        con.close()
+        raise database_error(path, e) from e
+    except BaseException:
+        con.close()
+        raise
     return con
+
+
+def database_error(path: Path, e: BaseException) -> StoreError:
+    """A StoreError with one line naming the file and what to do, for a DuckDB error on ``path``."""
+    reason, damaged = describe_db_error(e)
+    if isinstance(e, duckdb.IOException) and re.search(r"could not set lock|conflicting lock", str(e), re.I):
+        pid = re.search(r"PID (\d+)", str(e))
+        who = f" (process {pid.group(1)})" if pid else ""
+        return StoreError(f"{path} is locked by another process{who}; wait for it to finish or use another --db file")
+    if damaged:
+        return StoreError(damaged_message(path, reason))
+    if reason == "no space left on device":
+        return StoreError(f"{path}: no space left on device; free some space and run again "
+                          "(the database keeps every session committed before)")
+    if reason == "permission denied":
+        return StoreError(f"{path}: permission denied; check the permissions of the file and its folder, "
+                          "or use another --db file")
+    return StoreError(f"{path}: cannot use this database ({reason})")
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
@@ -412,25 +443,41 @@ def dataset_names(con) -> list[str]:
 
 
 def export_parquet(con, dataset: str, out: Path) -> dict[str, int]:
-    """Write the dataset's trace tables as Parquet files (one per table) for sharing."""
+    """Write the dataset's trace tables as Parquet files (one per table) for sharing.
+
+    Every file is written under a temporary name in ``out`` and renamed once all are
+    complete (``dataset.json`` last), so a failed or interrupted export leaves no partial file
+    under a final name.
+    """
     if dataset not in dataset_names(con):
         raise StoreError(f"no dataset {dataset!r}; known: {', '.join(dataset_names(con)) or 'none'}")
     out.mkdir(parents=True, exist_ok=True)
+    tmp = f".tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    staged: list[tuple[Path, Path]] = []  # (temporary, final)
     counts = {}
     keys = "SELECT session_key FROM sessions WHERE dataset = $ds"
-    for table, cols in TRACE_TABLES.items():
-        names = ", ".join(cols)
-        where = "dataset = $ds" if table == "sessions" else f"session_key IN ({keys})"
-        target = str(out / f"{table}.parquet").replace("'", "''")
-        con.execute(
-            f"COPY (SELECT {names} FROM {table} WHERE {where} ORDER BY ALL) TO '{target}' (FORMAT parquet)",
-            {"ds": dataset},
-        )
-        counts[table] = con.execute(f"SELECT count(*) FROM read_parquet('{target}')").fetchone()[0]
-    meta = con.execute(
-        "SELECT name, token_counter, key_fingerprint FROM datasets WHERE name = ?", [dataset]
-    ).fetchone()
-    (out / "dataset.json").write_text(
-        json.dumps({"name": meta[0], "token_counter": meta[1], "key_fingerprint": meta[2], "rows": counts}, indent=2)
-    )
+    try:
+        for table, cols in TRACE_TABLES.items():
+            names = ", ".join(cols)
+            where = "dataset = $ds" if table == "sessions" else f"session_key IN ({keys})"
+            final = out / f"{table}.parquet"
+            staged.append((out / f".{final.name}{tmp}", final))
+            target = str(staged[-1][0]).replace("'", "''")
+            con.execute(
+                f"COPY (SELECT {names} FROM {table} WHERE {where} ORDER BY ALL) TO '{target}' (FORMAT parquet)",
+                {"ds": dataset},
+            )
+            counts[table] = con.execute(f"SELECT count(*) FROM read_parquet('{target}')").fetchone()[0]
+        meta = con.execute(
+            "SELECT name, token_counter, key_fingerprint FROM datasets WHERE name = ?", [dataset]
+        ).fetchone()
+        staged.append((out / f".dataset.json{tmp}", out / "dataset.json"))
+        staged[-1][0].write_text(json.dumps(
+            {"name": meta[0], "token_counter": meta[1], "key_fingerprint": meta[2], "rows": counts}, indent=2
+        ))
+        for part, final in staged:
+            os.replace(part, final)
+    finally:
+        for part, _ in staged:
+            part.unlink(missing_ok=True)
     return counts

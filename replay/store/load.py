@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ class IngestSummary:
     duplicates: int = 0
     new_versions: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    skipped_files: list[tuple[str, str]] = field(default_factory=list)  # not regular files: never opened
     sessions: int = 0
     streams: int = 0
     requests: int = 0
@@ -73,6 +75,7 @@ class IngestSummary:
             "unchanged": self.unchanged,
             "duplicates": self.duplicates,
             "failed": [{"file": f, "reason": r} for f, r in self.failed],
+            "skipped_files": [{"file": f, "reason": r} for f, r in self.skipped_files],
             "sessions": self.sessions,
             "streams": self.streams,
             "requests": self.requests,
@@ -83,28 +86,53 @@ class IngestSummary:
             "non_context_lines": dict(self.report.non_context),
         }
 
+    @property
+    def nothing_usable(self) -> bool:
+        """Every given file failed or was skipped: nothing ingested, nothing already there."""
+        return (self.ingested + self.unchanged + self.duplicates) == 0 and bool(self.failed or self.skipped_files)
+
 
 def _is_subagent_file(p: Path) -> bool:
     return p.parent.name == "subagents" and p.name.startswith("agent-") and p.suffix == ".jsonl"
 
 
-def discover(paths: list[Path], problems: list[tuple[str, str]]) -> list[Unit]:
+_KINDS = {stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+          stat.S_IFSOCK: "a socket"}
+
+
+def not_regular(mode: int) -> str:
+    """Why a file of this mode is not read ("" for a regular file)."""
+    if stat.S_ISREG(mode):
+        return ""
+    return f"{_KINDS.get(stat.S_IFMT(mode), 'not a regular file')}, not read"
+
+
+def discover(
+    paths: list[Path], problems: list[tuple[str, str]], skipped: list[tuple[str, str]] | None = None
+) -> list[Unit]:
     """Log units under the given files/directories, subagent files attached to their session.
 
-    Nonexistent paths and directories without logs are reported in ``problems``.
+    Nonexistent paths and directories without logs are reported in ``problems``; FIFOs,
+    devices and sockets (given or found) in ``skipped`` (default: ``problems``), never opened.
     """
+    skipped = problems if skipped is None else skipped
     files: list[Path] = []
     for p in paths:
-        if not p.exists():
+        try:
+            mode = p.stat().st_mode
+        except FileNotFoundError:
             problems.append((str(p), "no such file or directory"))
             continue
-        if p.is_dir():
-            found = sorted(
-                f for f in p.rglob("*") if f.is_file() and f.suffix in LOG_SUFFIXES and f.name not in SKIP_NAMES
-            )
+        except OSError as e:
+            problems.append((str(p), f"cannot read: {e.strerror or e}"))
+            continue
+        if stat.S_ISDIR(mode):
+            found = _walk(p, skipped)
             if not found:
                 problems.append((str(p), "directory holds no .jsonl or .json log files"))
             files.extend(found)
+        elif not_regular(mode):
+            skipped.append((str(p), not_regular(mode)))
         else:
             files.append(p)
     seen: set[Path] = set()
@@ -130,6 +158,25 @@ def discover(paths: list[Path], problems: list[tuple[str, str]]) -> list[Unit]:
     return [units[k] for k in sorted(units)]
 
 
+def _walk(root: Path, skipped: list[tuple[str, str]]) -> list[Path]:
+    """The log files under ``root``; entries that are not regular files go to ``skipped``."""
+    found = []
+    for f in sorted(root.rglob("*")):
+        try:
+            mode = f.stat().st_mode
+        except OSError as e:
+            if f.suffix in LOG_SUFFIXES:
+                skipped.append((str(f), f"cannot read: {e.strerror or e}"))
+            continue
+        if stat.S_ISDIR(mode):
+            continue
+        if not_regular(mode):
+            skipped.append((str(f), not_regular(mode)))
+        elif f.suffix in LOG_SUFFIXES and f.name not in SKIP_NAMES:
+            found.append(f)
+    return found
+
+
 def ingest(
     paths: list[Path],
     db: Path,
@@ -138,15 +185,20 @@ def ingest(
     on_progress: Callable[[int, str], None] | None = None,
     on_total: Callable[[int], None] | None = None,
     batch_blocks: int = 50_000,
+    master_key: bytes | None = None,
 ) -> IngestSummary:
-    """Ingest every log under ``paths`` into ``db``. Per-file problems are counted, not raised."""
+    """Ingest every log under ``paths`` into ``db``. Per-file problems are counted, not raised.
+
+    ``master_key`` (as read by `open_master_key`) wins over ``key_file``, which is created if
+    missing. A damaged database is refused (StoreError) before anything is written to it.
+    """
     t0 = time.perf_counter()
     summary = IngestSummary()
-    units = discover(paths, summary.failed)
+    units = discover(paths, summary.failed, summary.skipped_files)
     summary.files = sum(1 + len(u.subagents) for u in units)
-    master = load_or_create_master_key(key_file)
+    master = master_key if master_key is not None else load_or_create_master_key(key_file)
     keys = Keyring.for_dataset(master, dataset)
-    con = store.connect(db)
+    con = store.connect(db, verify=True)
     try:
         store.ensure_dataset(con, dataset, keys.fingerprint, COUNTER)
         if on_total:
@@ -197,10 +249,10 @@ def _read_unit(
     con, unit: Unit, keys: Keyring, dataset: str, summary: IngestSummary, pending: list[store.PendingFile]
 ) -> store.PendingFile | None:
     try:
-        data = unit.main.read_bytes()
-        subs = [(p, p.read_bytes()) for p in sorted(unit.subagents)]
+        data = read_regular(unit.main)
+        subs = [(p, read_regular(p)) for p in sorted(unit.subagents)]
     except OSError as e:
-        summary.failed.append((str(unit.main), f"cannot read: {e.strerror or e}"))
+        summary.failed.append((str(e.filename or unit.main), f"cannot read: {e.strerror or e}"))
         return None
     file_key = keys.short("file", str(unit.main), 16)
     blob = data + b"".join(b"\0sub\0" + b for _, b in subs)
@@ -235,3 +287,16 @@ def _read_unit(
         trace, dataset, file_key, latest + 1, content_hash, len(blob), len(subs), reader.AGENT,
         dict(report.skipped),
     )
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of a regular file; anything else (swapped in since discovery) is refused, never waited on."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(0, not_regular(mode), str(path))
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
