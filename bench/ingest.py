@@ -29,7 +29,7 @@ def main() -> None:
     args = ap.parse_args()
     if not args.path.exists():
         sys.exit(f"{args.path} not found; pass a log directory")
-    from replay.store.load import tokens
+    from replay.ingest import tokens
 
     tokens.THREADS = 1  # one core, as the target is stated
     t = time.perf_counter()

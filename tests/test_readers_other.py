@@ -15,6 +15,7 @@ import pytest
 from replay.ingest.keys import Keyring
 from replay.ingest.readers import codex, copilot, gemini
 from replay.ingest.readers.base import FileError, ReadReport
+from replay.ingest.shell import classify_shell, shell_resource
 from replay.ingest.trace import BLOCK_KINDS, TOOL_KINDS
 
 from conftest import shared_logs
@@ -366,12 +367,12 @@ SHELL_TABLE = [
 
 @pytest.mark.parametrize("command,kind,path,start,end", SHELL_TABLE, ids=[str(i) for i in range(len(SHELL_TABLE))])
 def test_shell_classification(command, kind, path, start, end):
-    t = codex.classify_shell(command)
+    t = classify_shell(command)
     assert (t.kind, t.path, t.line_start, t.line_end) == (kind, path, start, end)
 
 
 def test_shell_resource_pseudonymizes_against_cwd():
-    kind, res, ls, le = codex.shell_resource("cd pkg && sed -n '2,3p' mod.py", "/srv/app", KEYS)
+    kind, res, ls, le = shell_resource("cd pkg && sed -n '2,3p' mod.py", "/srv/app", KEYS)
     assert (kind, ls, le) == ("read", 2, 3)
     assert res == KEYS.path("/srv/app/pkg/mod.py") and "mod" not in res.split(".")[0]
 

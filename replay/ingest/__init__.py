@@ -1,6 +1,8 @@
 """Ingest: from a raw log file to a content-free `SessionTrace`.
 
-`readers/` (one module per log source), `trace` (the trace's columns and vocabularies),
-`keys` (keyed hashes, path pseudonyms), `tokens` and `blocktext` (canonical text, token
-counts). The lowest room: imports nothing else from `replay`.
+`readers/` (one module per log source, plus `base` and `fields`, what they all share),
+`builder` (the trace columns every reader fills), `trace` (the trace's columns and
+vocabularies), `shell` and `shell_parse` (what a shell command does to which file), `keys`
+(keyed hashes, path pseudonyms), `tokens` and `blocktext` (canonical text, token counts).
+The lowest room: imports nothing else from `replay`.
 """

@@ -50,10 +50,13 @@ def tool_kind(name: str | None) -> str | None:
     kind = _TOOL_KIND.get(name)
     if kind:
         return kind
+    return mcp_kind(name) if name.lower().startswith("mcp__") else "other"
+
+
+def mcp_kind(name: str) -> str:
+    """Kind of an MCP (or otherwise unknown) tool by its name: browser/fetch/web/http tools are web."""
     low = name.lower()
-    if low.startswith("mcp__") and any(w in low for w in ("browser", "fetch", "web", "http")):
-        return "web"
-    return "other"
+    return "web" if any(w in low for w in ("browser", "fetch", "web", "http")) else "other"
 
 
 SESSION_COLUMNS = (

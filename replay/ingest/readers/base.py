@@ -1,8 +1,13 @@
-"""What every log reader shares: load records with line numbers, count what was skipped."""
+"""What every log reader shares: load records with line numbers, count what was skipped.
+
+The trace columns are built by :mod:`replay.ingest.builder`; small field parsers are in
+:mod:`replay.ingest.readers.fields`.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,36 +99,12 @@ def load_records(path: Path, data: bytes, report: ReadReport) -> list[tuple[int,
     return out
 
 
-def finish_session(tr, keys, streams, primary: str, *, versions, t_min, t_max, models,
-                   resumed_records: int = 0):
-    """Stamp a built trace with its keyed session id and fill the streams and sessions rows.
-
-    ``streams`` are the reader's stream objects (``sid``, ``kind``, ``agent_id``, ``n_req``,
-    ``n_blocks``); ``primary`` is the live session id of the file.
-    """
-    skey = keys.short("session", tr.session["file_key"] + "\0" + primary, 16)
-    for table in (tr.blocks, tr.requests, tr.compactions):
-        table["session_key"] = [skey] * len(table["session_key"])
-    s = tr.streams
-    streams = list(streams)
-    for st in streams:
-        s["session_key"].append(skey)
-        s["stream_id"].append(st.sid)
-        s["kind"].append(st.kind)
-        s["agent_id"].append(keys.short("agent", st.agent_id, 12) if st.agent_id else None)
-        s["n_requests"].append(st.n_req)
-        s["n_blocks"].append(st.n_blocks)
-    tr.session.update(
-        session_key=skey,
-        session_id=keys.short("session_id", primary, 16),
-        agent_version=",".join(sorted(versions)) or None,
-        started_at=t_min,
-        ended_at=t_max,
-        n_streams=len(streams),
-        n_requests=tr.n_requests,
-        n_blocks=tr.n_blocks,
-        n_compactions=len(tr.compactions["pos"]),
-        models=",".join(sorted(models)) or None,
-        resumed_records=resumed_records,
-    )
-    return tr
+def read_records(path: Path, data: bytes | None, report: ReadReport, sniff: Callable[[list], bool],
+                 not_this: str) -> list[tuple[int, dict[str, Any]]]:
+    """The records of a log file that ``sniff`` accepts; else FileError (``not_this`` says why)."""
+    records = load_records(path, path.read_bytes() if data is None else data, report)
+    if not records:
+        raise FileError("no records")
+    if not sniff(records):
+        raise FileError(not_this)
+    return records

@@ -25,12 +25,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from replay.ingest.blocktext import canonical_json, tool_use_text
+from replay.ingest.blocktext import canonical_json
+from replay.ingest.builder import TraceBuilder
 from replay.ingest.keys import Keyring
-from replay.ingest.trace import SessionTrace
-from replay.ingest.readers.base import FileError, ReadReport, load_records
-from replay.ingest.readers.claude_code import parse_ts
-from replay.ingest.readers.codex import TraceBuilder, mcp_kind, num, shell_resource
+from replay.ingest.readers.base import ReadReport, read_records
+from replay.ingest.readers.fields import num, opt_str, parse_ts, text_or_json
+from replay.ingest.shell import shell_resource
+from replay.ingest.trace import SessionTrace, mcp_kind
 
 AGENT = "copilot-cli"
 
@@ -83,87 +84,82 @@ def _copilot_tool(name: str, args: Any, keys: Keyring, cwd: str | None) -> tuple
 
 
 class _CopilotReader:
-    def __init__(self, b: TraceBuilder, path: Path):
+    def __init__(self, b: TraceBuilder):
         self.b = b
-        self.path = path
         self.st = b.new_stream("main")
         self.cwd: str | None = None
         self.model: str | None = None
         self.session_id: str | None = None
         self.messages: set[str] = set()
-        self.tools: dict[str, tuple[str, str, str | None, int | None, int | None, str]] = {}
 
     def add(self, line: int, rec: dict) -> None:
         t = rec.get("type")
         d = rec.get("data")
         ts = parse_ts(rec.get("timestamp"))
         if not isinstance(t, str):
-            self.b.report.skip("malformed_record", self.path, line, "event without a type")
+            self.b.report.skip("malformed_record", self.b.path, line, "event without a type")
             return
         if not isinstance(d, dict):
-            self.b.report.skip("malformed_record", self.path, line, f"{t} event without a data object")
+            self.b.report.skip("malformed_record", self.b.path, line, f"{t} event without a data object")
             return
-        st = self.st
         if t == "session.start":
-            sid = d.get("sessionId")
-            if isinstance(sid, str) and self.session_id is None:
-                self.session_id = sid
-            ver = d.get("copilotVersion") or d.get("version")
-            if isinstance(ver, str):
-                self.b.versions.add(ver)
-            ctx = d.get("context") if isinstance(d.get("context"), dict) else {}
-            if isinstance(ctx.get("cwd"), str) and ctx["cwd"]:
-                self.cwd = ctx["cwd"]
+            self._session_start(d)
         elif t == "session.model_change" and isinstance(d.get("newModel"), str):
             self.model = d["newModel"]
-        if t == "user.message":
-            st.open_req = None
-            text = d.get("transformedContent") if isinstance(d.get("transformedContent"), str) else d.get("content")
-            text = text if isinstance(text, str) else canonical_json(text)
-            st.user_turn += 1
-            self.b.add_block(st, ts, "user", "user_text", text)
-            for att in d.get("attachments") or []:
-                t_att = canonical_json(att)
-                self.b.add_block(st, ts, "user", "attachment", t_att)
-            return
-        if t == "assistant.message":
-            self._assistant(line, d, ts)
-            return
-        if t == "tool.execution_complete":
-            st.open_req = None
-            tid = d.get("toolCallId") if isinstance(d.get("toolCallId"), str) else None
-            res = d.get("result") if isinstance(d.get("result"), dict) else {}
-            content = res.get("content")
-            if content is None and isinstance(d.get("error"), dict):
-                content = d["error"].get("message")
-            text = content if isinstance(content, str) else ("" if content is None else canonical_json(content))
-            name, kind, resource, ls, le, ah = self.tools.get(tid or "", (None, None, None, None, None, None))
-            self.b.add_block(
-                st, ts, "user", "tool_result", text, tool_name=name, tool_kind=kind, tool_use_id=tid,
-                resource=resource, line_start=ls, line_end=le, args_hash=ah, is_error=d.get("success") is False,
-            )
-            return
-        if t == "system.notification":
-            st.open_req = None
-            content = d.get("content")
-            text = content if isinstance(content, str) else canonical_json(content)
-            self.b.add_block(st, ts, "user", "attachment", text)
-            return
-        if t.startswith(NON_CONTEXT_PREFIXES):
+        handler = self._CONTEXT_EVENTS.get(t)
+        if handler is not None:
+            handler(self, line, d, ts)
+        elif t.startswith(NON_CONTEXT_PREFIXES):
             self.b.report.non_context[t] += 1
-            return
-        self.b.report.skip("unknown_type", self.path, line, f"event type {t!r}")
+        else:
+            self.b.report.skip("unknown_type", self.b.path, line, f"event type {t!r}")
+
+    def _session_start(self, d: dict) -> None:
+        sid = d.get("sessionId")
+        if isinstance(sid, str) and self.session_id is None:
+            self.session_id = sid
+        ver = d.get("copilotVersion") or d.get("version")
+        if isinstance(ver, str):
+            self.b.versions.add(ver)
+        ctx = d.get("context") if isinstance(d.get("context"), dict) else {}
+        if isinstance(ctx.get("cwd"), str) and ctx["cwd"]:
+            self.cwd = ctx["cwd"]
+
+    def _user_message(self, line: int, d: dict, ts: int | None) -> None:
+        st = self.st
+        st.open_req = None
+        text = d.get("transformedContent") if isinstance(d.get("transformedContent"), str) else d.get("content")
+        text = text if isinstance(text, str) else canonical_json(text)
+        st.user_turn += 1
+        self.b.add_block(st, ts, "user", "user_text", text)
+        for att in d.get("attachments") or []:
+            self.b.add_block(st, ts, "user", "attachment", canonical_json(att))
+
+    def _tool_complete(self, line: int, d: dict, ts: int | None) -> None:
+        self.st.open_req = None
+        res = d.get("result") if isinstance(d.get("result"), dict) else {}
+        content = res.get("content")
+        if content is None and isinstance(d.get("error"), dict):
+            content = d["error"].get("message")
+        self.b.tool_result(self.st, ts, opt_str(d, "toolCallId"), text_or_json(content),
+                           is_error=d.get("success") is False)
+
+    def _notification(self, line: int, d: dict, ts: int | None) -> None:
+        self.st.open_req = None
+        content = d.get("content")
+        text = content if isinstance(content, str) else canonical_json(content)
+        self.b.add_block(self.st, ts, "user", "attachment", text)
 
     def _assistant(self, line: int, d: dict, ts: int | None) -> None:
         st = self.st
-        mid = d.get("messageId") if isinstance(d.get("messageId"), str) else None
+        mid = opt_str(d, "messageId")
         if mid is not None:
             if mid in self.messages:
-                self.b.report.skip("duplicate_record", self.path, line, "assistant message id seen earlier")
+                self.b.report.skip("duplicate_record", self.b.path, line, "assistant message id seen earlier")
                 return
             self.messages.add(mid)
         model = d.get("model") if isinstance(d.get("model"), str) and d.get("model") else self.model
-        key = d.get("apiCallId") or d.get("requestId") or mid or f"{self.path.name}:{line}"
+        key = d.get("apiCallId") or d.get("requestId") or mid or f"{self.b.path.name}:{line}"
         row = self.b.open_request(st, ts, model, str(key))
         self.b.set_usage(row, output_tokens=num(d.get("outputTokens")), has_usage=False)
         rtext = d.get("reasoningText") if isinstance(d.get("reasoningText"), str) else ""
@@ -177,42 +173,28 @@ class _CopilotReader:
         elif content and not isinstance(content, str):
             self.b.add_block(st, ts, "assistant", "assistant_text", canonical_json(content))
         for tr in d.get("toolRequests") or []:
-            if not isinstance(tr, dict):
-                continue
-            name = str(tr.get("name") or "")
-            args = tr.get("arguments")
-            tid = tr.get("toolCallId") if isinstance(tr.get("toolCallId"), str) else None
-            kind, res, ls, le = _copilot_tool(name, args, self.b.keys, self.cwd)
-            args_hash = self.b.keys.text_hash(canonical_json(args))[:16]
-            if tid:
-                self.tools[tid] = (name, kind, res, ls, le, args_hash)
-            self.b.add_block(
-                st, ts, "assistant", "tool_use", tool_use_text(name, args), tool_name=name, tool_kind=kind,
-                tool_use_id=tid, resource=res, line_start=ls, line_end=le, args_hash=args_hash,
-            )
+            if isinstance(tr, dict):
+                name = str(tr.get("name") or "")
+                args = tr.get("arguments")
+                target = _copilot_tool(name, args, self.b.keys, self.cwd)
+                self.b.tool_use(st, ts, name, args, opt_str(tr, "toolCallId"), *target)
+
+    _CONTEXT_EVENTS = {
+        "user.message": _user_message, "assistant.message": _assistant,
+        "tool.execution_complete": _tool_complete, "system.notification": _notification,
+    }
 
 
-def read_session(
-    main: Path,
-    keys: Keyring,
-    dataset: str,
-    file_key: str,
-    report: ReadReport,
-    subagent_files: list[Path] | None = None,
-    data: bytes | None = None,
-) -> SessionTrace | None:
+def read_session(main: Path, keys: Keyring, dataset: str, file_key: str, report: ReadReport,
+                 subagent_files: list[Path] | None = None, data: bytes | None = None) -> SessionTrace | None:
     """Read one Copilot CLI event log into a SessionTrace.
 
     Raises FileError when the file is not a Copilot CLI event log; bad lines are skipped and counted.
     """
-    data = main.read_bytes() if data is None else data
-    records = load_records(main, data, report)
-    if not records:
-        raise FileError("no records")
-    if not sniff(records):
-        raise FileError("not a Copilot CLI event log (no session./user./assistant. events)")
+    records = read_records(main, data, report, sniff,
+                           "not a Copilot CLI event log (no session./user./assistant. events)")
     b = TraceBuilder(AGENT, keys, dataset, file_key, main, report)
-    r = _CopilotReader(b, main)
+    r = _CopilotReader(b)
     for line, rec in records:
         r.add(line, rec)
-    return b.finish(r.session_id)
+    return b.finish(r.session_id or main.stem)

@@ -20,12 +20,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from replay.ingest.blocktext import canonical_json, tool_use_text
+from replay.ingest.blocktext import canonical_json
+from replay.ingest.builder import Stream, TraceBuilder
 from replay.ingest.keys import Keyring
-from replay.ingest.trace import SessionTrace
-from replay.ingest.readers.base import FileError, ReadReport, load_records
-from replay.ingest.readers.claude_code import parse_ts
-from replay.ingest.readers.codex import Stream, TraceBuilder, mcp_kind, shell_resource
+from replay.ingest.readers.base import ReadReport, read_records
+from replay.ingest.readers.fields import line_range, opt_str, parse_ts, text_or_json
+from replay.ingest.shell import shell_resource
+from replay.ingest.trace import SessionTrace, mcp_kind
 
 AGENT = "gemini-cli"
 
@@ -70,11 +71,7 @@ def _gemini_tool(name: str, params: Any, keys: Keyring, cwd: str | None) -> tupl
         return shell_resource(d.get("command"), here, keys)
     if name in _READ:
         p = _first_str(d, _READ[name])
-        start = end = None
-        off, lim = d.get("offset"), d.get("limit")
-        if isinstance(off, int) or isinstance(lim, int):
-            start = (off + 1) if isinstance(off, int) and off >= 0 else 1  # Gemini offsets are 0-based
-            end = start + lim - 1 if isinstance(lim, int) and lim > 0 else None
+        start, end = line_range(d.get("offset"), d.get("limit"), zero_based=True)  # Gemini offsets are 0-based
         return "read", keys.path(p, cwd) if p else None, start, end
     if name in _MUTATE:
         p = _first_str(d, _MUTATE[name])
@@ -91,25 +88,18 @@ def _gemini_tool(name: str, params: Any, keys: Keyring, cwd: str | None) -> tupl
 
 
 class _GeminiReader:
-    def __init__(self, b: TraceBuilder, path: Path):
+    def __init__(self, b: TraceBuilder):
         self.b = b
-        self.path = path
         self.st: Stream | None = None
         self.model: str | None = None
         self.session_id: str | None = None
-        self.tools: dict[str, tuple[str, str, str | None, int | None, int | None, str]] = {}
         self.text_row: int | None = None  # block row of the assistant text being streamed
         self.text_parts: list[str] = []
 
-    def _flush_text(self) -> None:
+    def flush_text(self) -> None:
         if self.text_row is None:
             return
-        text = "".join(self.text_parts)
-        raw = text.encode("utf-8", "surrogatepass")
-        bl = self.b.trace.blocks
-        bl["content_hash"][self.text_row] = self.b.keys.content_hash(raw)
-        bl["bytes"][self.text_row] = len(raw)
-        self.b.texts[self.text_row] = text
+        self.b.rewrite_block(self.text_row, "".join(self.text_parts))
         self.text_row = None
         self.text_parts = []
 
@@ -117,12 +107,12 @@ class _GeminiReader:
         st = self.st
         assert st is not None
         if st.open_req is None:
-            self.b.open_request(st, ts, self.model, f"{self.path.name}:{line}")
+            self.b.open_request(st, ts, self.model, f"{self.b.path.name}:{line}")
         return st
 
     def _input(self) -> None:
         """User input or a tool result: the next model output belongs to a new request."""
-        self._flush_text()
+        self.flush_text()
         if self.st is not None:
             self.st.open_req = None
 
@@ -131,102 +121,84 @@ class _GeminiReader:
         t = rec.get("type")
         ts = parse_ts(rec.get("timestamp"))
         if t not in EVENT_TYPES:
-            self.b.report.skip("unknown_type", self.path, line, f"event type {t!r}")
-            return
-        if t == "init":
-            self._input()
-            self.b.report.non_context["init"] += 1
-            sid = rec.get("session_id")
-            self.session_id = sid if isinstance(sid, str) else self.session_id
-            if isinstance(rec.get("model"), str) and rec["model"]:
-                self.model = rec["model"]
-            self.st = self.b.new_stream("main", sid if isinstance(sid, str) and self.b.streams else None)
-            return
-        if t in ("result", "error"):
+            self.b.report.skip("unknown_type", self.b.path, line, f"event type {t!r}")
+        elif t == "init":
+            self._init(rec)
+        elif t in ("result", "error"):
             self._input()
             self.b.report.non_context[t] += 1
             if t == "result":
                 self.st = None  # the run is over; anything before the next init is not its context
-            return
-        if self.st is None or before_init:
+        elif self.st is None or before_init:
             # outside a run (before its init / after its result): a wrapper's echo of the task
             self.b.report.non_context[f"{t}:outside_run"] += 1
-            return
-        st = self.st
-        if t == "message":
-            role = rec.get("role")
-            content = rec.get("content")
-            text = content if isinstance(content, str) else canonical_json(content)
-            if role == "assistant":
-                st = self._output(line, ts)
-                if rec.get("delta") and self.text_row is not None:
-                    self.text_parts.append(text)
-                    return
-                self._flush_text()
-                self.text_row = self.b.add_block(st, ts, "assistant", "assistant_text", text)
-                self.text_parts = [text]
-                if not rec.get("delta"):
-                    self._flush_text()
-                return
-            if role == "user":
-                self._input()
-                st.user_turn += 1
-                self.b.add_block(st, ts, "user", "user_text", text)
-                return
-            self.b.report.skip("malformed_record", self.path, line, f"message with role {role!r}")
-            return
-        if t == "tool_use":
-            self._flush_text()
-            st = self._output(line, ts)
-            name = str(rec.get("tool_name") or "")
-            params = rec.get("parameters")
-            tid = rec.get("tool_id") if isinstance(rec.get("tool_id"), str) else None
-            kind, res, ls, le = _gemini_tool(name, params, self.b.keys, None)
-            args_hash = self.b.keys.text_hash(canonical_json(params))[:16]
-            if tid:
-                self.tools[tid] = (name, kind, res, ls, le, args_hash)
-            self.b.add_block(
-                st, ts, "assistant", "tool_use", tool_use_text(name, params), tool_name=name, tool_kind=kind,
-                tool_use_id=tid, resource=res, line_start=ls, line_end=le, args_hash=args_hash,
-            )
-            return
-        # tool_result
+        elif t == "message":
+            self._message(line, rec, ts)
+        elif t == "tool_use":
+            self._tool_use(line, rec, ts)
+        else:
+            self._tool_result(rec, ts)
+
+    def _init(self, rec: dict) -> None:
         self._input()
-        tid = rec.get("tool_id") if isinstance(rec.get("tool_id"), str) else None
+        self.b.report.non_context["init"] += 1
+        sid = rec.get("session_id")
+        self.session_id = sid if isinstance(sid, str) else self.session_id
+        if isinstance(rec.get("model"), str) and rec["model"]:
+            self.model = rec["model"]
+        self.st = self.b.new_stream("main", sid if isinstance(sid, str) and self.b.streams else None)
+
+    def _message(self, line: int, rec: dict, ts: int | None) -> None:
+        st = self.st
+        role = rec.get("role")
+        content = rec.get("content")
+        text = content if isinstance(content, str) else canonical_json(content)
+        if role == "assistant":
+            st = self._output(line, ts)
+            if rec.get("delta") and self.text_row is not None:
+                self.text_parts.append(text)
+                return
+            self.flush_text()
+            self.text_row = self.b.add_block(st, ts, "assistant", "assistant_text", text)
+            self.text_parts = [text]
+            if not rec.get("delta"):
+                self.flush_text()
+        elif role == "user":
+            self._input()
+            st.user_turn += 1
+            self.b.add_block(st, ts, "user", "user_text", text)
+        else:
+            self.b.report.skip("malformed_record", self.b.path, line, f"message with role {role!r}")
+
+    def _tool_use(self, line: int, rec: dict, ts: int | None) -> None:
+        self.flush_text()
+        st = self._output(line, ts)
+        name = str(rec.get("tool_name") or "")
+        params = rec.get("parameters")
+        tid = opt_str(rec, "tool_id")
+        self.b.tool_use(st, ts, name, params, tid, *_gemini_tool(name, params, self.b.keys, None))
+
+    def _tool_result(self, rec: dict, ts: int | None) -> None:
+        st = self.st
+        self._input()
         out = rec.get("output")
         if out is None and isinstance(rec.get("error"), dict):
             out = rec["error"].get("message")
-        text = out if isinstance(out, str) else ("" if out is None else canonical_json(out))
-        name, kind, res, ls, le, ah = self.tools.get(tid or "", (None, None, None, None, None, None))
-        self.b.add_block(
-            st, ts, "user", "tool_result", text, tool_name=name, tool_kind=kind, tool_use_id=tid, resource=res,
-            line_start=ls, line_end=le, args_hash=ah, is_error=rec.get("status") == "error",
-        )
+        self.b.tool_result(st, ts, opt_str(rec, "tool_id"), text_or_json(out), is_error=rec.get("status") == "error")
 
 
-def read_session(
-    main: Path,
-    keys: Keyring,
-    dataset: str,
-    file_key: str,
-    report: ReadReport,
-    subagent_files: list[Path] | None = None,
-    data: bytes | None = None,
-) -> SessionTrace | None:
+def read_session(main: Path, keys: Keyring, dataset: str, file_key: str, report: ReadReport,
+                 subagent_files: list[Path] | None = None, data: bytes | None = None) -> SessionTrace | None:
     """Read one Gemini CLI stream-json transcript into a SessionTrace (one stream per ``init``).
 
     Raises FileError when the file is not such a transcript; bad lines are skipped and counted.
     """
-    data = main.read_bytes() if data is None else data
-    records = load_records(main, data, report)
-    if not records:
-        raise FileError("no records")
-    if not sniff(records):
-        raise FileError("not a Gemini CLI stream-json transcript (no init/tool_use events)")
+    records = read_records(main, data, report, sniff,
+                           "not a Gemini CLI stream-json transcript (no init/tool_use events)")
     b = TraceBuilder(AGENT, keys, dataset, file_key, main, report)
-    r = _GeminiReader(b, main)
+    r = _GeminiReader(b)
     for k, (line, rec) in enumerate(records):
         nxt = records[k + 1][1].get("type") if k + 1 < len(records) else None
         r.add(line, rec, before_init=nxt == "init" and rec.get("type") == "message")
-    r._flush_text()
-    return b.finish(r.session_id)
+    r.flush_text()
+    return b.finish(r.session_id or main.stem)

@@ -1,0 +1,291 @@
+"""The trace builder every reader fills: one session's columns, appended block by block.
+
+A reader parses its own log format and calls :class:`TraceBuilder` to append blocks
+(:meth:`~TraceBuilder.add_block`, :meth:`~TraceBuilder.tool_use`,
+:meth:`~TraceBuilder.tool_result`, :meth:`~TraceBuilder.image`), requests
+(:meth:`~TraceBuilder.open_request`, :meth:`~TraceBuilder.set_usage`) and compaction
+boundaries. Block texts are token-counted in one batch in :meth:`~TraceBuilder.finish`,
+which also keys the session and fills the streams and sessions rows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from replay.ingest.blocktext import canonical_json, tool_use_text
+from replay.ingest.keys import Keyring
+from replay.ingest.readers.base import ReadReport
+from replay.ingest.tokens import count_many, image_tokens
+from replay.ingest.trace import SessionTrace
+
+USAGE_COLUMNS = ("input_tokens", "cache_write_5m", "cache_write_1h", "cache_read", "output_tokens")
+# What a tool_use remembers for its tool_result: name, kind, resource, line_start, line_end, args_hash.
+ToolCall = tuple[str, str | None, str | None, int | None, int | None, str]
+_NO_TOOL = (None, None, None, None, None, None)
+
+
+class Stream:
+    """One stream's running state while a reader appends blocks and requests.
+
+    ``open_req`` is the row (in ``trace.requests``) of the request that receives the
+    assistant blocks; while it is None they get ``idle_req_idx`` as their ``req_idx``.
+    """
+
+    __slots__ = ("sid", "kind", "agent_id", "partition", "user_turn", "n_blocks", "n_req", "open_req",
+                 "idle_req_idx")
+
+    def __init__(self, sid: int, kind: str, agent_id: str | None, idle_req_idx: int | None = None):
+        self.sid = sid
+        self.kind = kind
+        self.agent_id = agent_id
+        self.partition = 0
+        self.user_turn = 0
+        self.n_blocks = 0
+        self.n_req = 0
+        self.open_req: int | None = None
+        self.idle_req_idx = idle_req_idx
+
+    def state(self) -> tuple:
+        return self.partition, self.user_turn, self.n_blocks, self.n_req, self.open_req
+
+    def restore(self, state: tuple) -> None:
+        self.partition, self.user_turn, self.n_blocks, self.n_req, self.open_req = state
+
+
+class Checkpoint(NamedTuple):
+    """Where a :meth:`TraceBuilder.rollback` returns to."""
+
+    n_blocks: int
+    n_requests: int
+    n_compactions: int
+    n_streams: int
+    stream: Stream | None
+    state: tuple | None
+
+
+def _append(table: dict[str, list], row: dict[str, Any]) -> None:
+    for col, value in row.items():
+        table[col].append(value)
+
+
+class TraceBuilder:
+    """Accumulates one session's columns; block texts are token-counted in one batch at the end."""
+
+    def __init__(self, agent: str, keys: Keyring, dataset: str, file_key: str, path: Path, report: ReadReport):
+        self.agent = agent
+        self.keys = keys
+        self.path = path  # the file being read (a reader may point it at a subagent file for a while)
+        self.report = report
+        self.trace = SessionTrace(session={"dataset": dataset, "file_key": file_key, "agent": agent})
+        self.streams: list[Stream] = []
+        self.texts: list[str] = []  # text to count per block, "" when the count is given
+        self.extra_tokens: list[int] = []  # image tokens per block
+        self.token_override: list[int | None] = []
+        self.tools: dict[str, ToolCall] = {}  # tool_use id -> what its result inherits
+        self.models: set[str] = set()
+        self.versions: set[str] = set()
+        self.t_min: int | None = None
+        self.t_max: int | None = None
+
+    def new_stream(self, kind: str = "main", agent_id: str | None = None, idle_req_idx: int | None = None) -> Stream:
+        st = Stream(len(self.streams), kind, agent_id, idle_req_idx)
+        self.streams.append(st)
+        return st
+
+    # --- blocks ---------------------------------------------------------------------------
+    def add_block(
+        self, st: Stream, ts: int | None, role: str, kind: str, text: str, content: bytes | None = None, *,
+        tokens: int | None = None, extra_tokens: int = 0, size: int | None = None, tool_name: str | None = None,
+        tool_kind: str | None = None, tool_use_id: str | None = None, resource: str | None = None,
+        line_start: int | None = None, line_end: int | None = None, args_hash: str | None = None,
+        is_error: bool = False,
+    ) -> int:
+        """Append a block and return its row.
+
+        ``content`` (default: ``text`` as UTF-8) is what is hashed and measured (``size``
+        overrides its length); ``tokens`` overrides the BPE count of ``text``.
+        """
+        if content is None:
+            content = text.encode("utf-8", "surrogatepass")
+        b = self.trace.blocks
+        row = len(b["pos"])
+        if role != "assistant":
+            req_idx = None
+        elif st.open_req is None:
+            req_idx = st.idle_req_idx
+        else:
+            req_idx = self.trace.requests["req_idx"][st.open_req]
+        # one append per column, written out: this is the hot path of ingest
+        b["session_key"].append(None)
+        b["stream_id"].append(st.sid)
+        b["pos"].append(st.n_blocks)
+        b["partition"].append(st.partition)
+        b["user_turn"].append(st.user_turn)
+        b["req_idx"].append(req_idx)
+        b["ts"].append(ts)
+        b["role"].append(role)
+        b["kind"].append(kind)
+        b["tool_name"].append(tool_name)
+        b["tool_kind"].append(tool_kind)
+        b["tool_use_key"].append(self.keys.short("tool_use", tool_use_id, 16) if tool_use_id else None)
+        b["content_hash"].append(self.keys.content_hash(content))
+        b["bytes"].append(len(content) if size is None else size)
+        b["tokens"].append(0)
+        b["resource"].append(resource)
+        b["line_start"].append(line_start)
+        b["line_end"].append(line_end)
+        b["args_hash"].append(args_hash)
+        b["is_error"].append(bool(is_error))
+        self.texts.append("" if tokens is not None else text)
+        self.extra_tokens.append(extra_tokens)
+        self.token_override.append(tokens)
+        st.n_blocks += 1
+        if ts is not None:
+            self.t_min = ts if self.t_min is None else min(self.t_min, ts)
+            self.t_max = ts if self.t_max is None else max(self.t_max, ts)
+        return row
+
+    def rewrite_block(self, row: int, text: str) -> None:
+        """Replace the text of a block (one streamed in chunks): its hash, size and count."""
+        raw = text.encode("utf-8", "surrogatepass")
+        b = self.trace.blocks
+        b["content_hash"][row] = self.keys.content_hash(raw)
+        b["bytes"][row] = len(raw)
+        self.texts[row] = text
+
+    def override_tokens(self, row: int, tokens: int) -> None:
+        self.texts[row] = ""
+        self.token_override[row] = tokens
+
+    def image(self, st: Stream, ts: int | None, data: str) -> int:
+        """A user image block from its base64 payload (hashed; counted by the image estimate)."""
+        return self.add_block(st, ts, "user", "image", "", data.encode(), extra_tokens=image_tokens(data))
+
+    def tool_use(
+        self, st: Stream, ts: int | None, name: str, args: Any, call_id: str | None, kind: str | None,
+        resource: str | None = None, line_start: int | None = None, line_end: int | None = None,
+    ) -> int:
+        """A tool_use block; its result (:meth:`tool_result` with the same id) inherits its features."""
+        text = tool_use_text(name, args)
+        args_hash = self.keys.text_hash(canonical_json(args))[:16]
+        if call_id:
+            self.tools[call_id] = (name, kind, resource, line_start, line_end, args_hash)
+        return self.add_block(
+            st, ts, "assistant", "tool_use", text, tool_name=name, tool_kind=kind, tool_use_id=call_id,
+            resource=resource, line_start=line_start, line_end=line_end, args_hash=args_hash,
+        )
+
+    def tool_result(
+        self, st: Stream, ts: int | None, call_id: str | None, text: str, images: list[str] | None = None, *,
+        is_error: bool = False,
+    ) -> int:
+        """A tool_result block: ``text`` plus the base64 payloads of its images, if any."""
+        raw = text.encode("utf-8", "surrogatepass")
+        if images:
+            raw += b"".join(b"\0image:" + i.encode() for i in images)
+        name, kind, res, ls, le, ah = self.tools.get(call_id or "", _NO_TOOL)
+        return self.add_block(
+            st, ts, "user", "tool_result", text, raw, extra_tokens=sum(image_tokens(i) for i in images or ()),
+            tool_name=name, tool_kind=kind, tool_use_id=call_id, resource=res, line_start=ls, line_end=le,
+            args_hash=ah, is_error=is_error,
+        )
+
+    # --- requests and compactions -----------------------------------------------------------
+    def open_request(self, st: Stream, ts: int | None, model: str | None, msg_id: str, *,
+                     resumed: bool = False) -> int:
+        """Start a request at the stream's current position; returns its row in ``trace.requests``."""
+        r = self.trace.requests
+        row = len(r["req_idx"])
+        _append(r, {
+            "session_key": None, "stream_id": st.sid, "req_idx": st.n_req, "position": st.n_blocks,
+            "partition": st.partition, "user_turn": st.user_turn, "ts": ts, "model": model or "",
+            "msg_key": self.keys.short("message", msg_id, 16), **dict.fromkeys(USAGE_COLUMNS, 0),
+            "has_usage": False, "ttl_split_known": False, "resumed_copy": resumed,
+        })
+        st.n_req += 1
+        st.open_req = row
+        if model:
+            self.models.add(model)
+        return row
+
+    def set_usage(
+        self, row: int, *, input_tokens: int = 0, cache_read: int = 0, cache_write_5m: int = 0,
+        cache_write_1h: int = 0, output_tokens: int = 0, has_usage: bool = True, ttl_split_known: bool = False,
+        msg_id: str | None = None,
+    ) -> None:
+        r = self.trace.requests
+        r["input_tokens"][row] = input_tokens
+        r["cache_read"][row] = cache_read
+        r["cache_write_5m"][row] = cache_write_5m
+        r["cache_write_1h"][row] = cache_write_1h
+        r["output_tokens"][row] = output_tokens
+        r["has_usage"][row] = has_usage
+        r["ttl_split_known"][row] = ttl_split_known
+        if msg_id is not None:
+            r["msg_key"][row] = self.keys.short("message", msg_id, 16)
+
+    def compaction(self, st: Stream, ts: int | None, trigger: Any, pre_tokens: int | None) -> None:
+        """Start a new partition of ``st`` at its current position."""
+        st.partition += 1
+        _append(self.trace.compactions, {
+            "session_key": None, "stream_id": st.sid, "pos": st.n_blocks, "partition": st.partition, "ts": ts,
+            "trigger": trigger, "pre_tokens": pre_tokens,
+        })
+
+    # --- all or nothing -------------------------------------------------------------------
+    def checkpoint(self, st: Stream | None) -> Checkpoint:
+        """A mark to :meth:`rollback` to: the table lengths, the stream count and ``st``'s state."""
+        tr = self.trace
+        return Checkpoint(tr.n_blocks, tr.n_requests, len(tr.compactions["pos"]), len(self.streams), st,
+                          st.state() if st is not None else None)
+
+    def rollback(self, mark: Checkpoint) -> None:
+        """Drop what was appended since ``mark`` (rows, new streams) and restore the stream's state.
+
+        Session-wide sets (models, versions, tool calls, time range) keep what they saw.
+        """
+        tr = self.trace
+        for table, n in ((tr.blocks, mark.n_blocks), (tr.requests, mark.n_requests),
+                         (tr.compactions, mark.n_compactions)):
+            for col in table.values():
+                del col[n:]
+        for col in (self.texts, self.extra_tokens, self.token_override):
+            del col[mark.n_blocks:]
+        del self.streams[mark.n_streams:]
+        if mark.stream is not None:
+            mark.stream.restore(mark.state)
+
+    # --- finish ---------------------------------------------------------------------------
+    def finish(self, primary: str, resumed_records: int = 0) -> SessionTrace | None:
+        """Count the tokens, key the session by ``primary`` (its live id) and fill its rows."""
+        tr = self.trace
+        if tr.n_blocks == 0 and tr.n_requests == 0:
+            return None
+        counts = count_many(self.texts)
+        tr.blocks["tokens"] = [
+            (ov if ov is not None else c) + e for c, e, ov in zip(counts, self.extra_tokens, self.token_override)
+        ]
+        skey = self.keys.short("session", tr.session["file_key"] + "\0" + primary, 16)
+        for table in (tr.blocks, tr.requests, tr.compactions):
+            table["session_key"] = [skey] * len(table["session_key"])
+        for st in self.streams:
+            _append(tr.streams, {
+                "session_key": skey, "stream_id": st.sid, "kind": st.kind,
+                "agent_id": self.keys.short("agent", st.agent_id, 12) if st.agent_id else None,
+                "n_requests": st.n_req, "n_blocks": st.n_blocks,
+            })
+        tr.session.update(
+            session_key=skey,
+            session_id=self.keys.short("session_id", primary, 16),
+            agent_version=",".join(sorted(self.versions)) or None,
+            started_at=self.t_min,
+            ended_at=self.t_max,
+            n_streams=len(self.streams),
+            n_requests=tr.n_requests,
+            n_blocks=tr.n_blocks,
+            n_compactions=len(tr.compactions["pos"]),
+            models=",".join(sorted(self.models)) or None,
+            resumed_records=resumed_records,
+        )
+        return tr
