@@ -3,7 +3,9 @@
 import pytest
 
 from replay.model.cache import CacheConfig
-from replay.engine import ReplayOptions, replay_session
+from replay.engine import SESSION_FIGURES, ReplayOptions, replay_session
+from replay.engine.loop import walker_for
+from replay.engine.walkers import walk_blocks, walk_fast
 from replay.policies import REGISTRY, build
 
 from test_cache_engine import PRICES
@@ -113,3 +115,69 @@ def test_fast_path_equals_block_by_block(name, params, monkeypatch):
         assert fast.figures[k] == pytest.approx(slow.figures[k], rel=1e-12, abs=1e-9), k
     for k in fast.detail:
         assert fast.detail[k] == pytest.approx(slow.detail[k], rel=1e-12, abs=1e-9), k
+
+
+def assert_same_replay(a, b, figures=SESSION_FIGURES):
+    for k in figures:
+        assert a.figures[k] == pytest.approx(b.figures[k], rel=1e-12, abs=1e-9), k
+    assert (a.detail is None) == (b.detail is None)
+    for k in a.detail or ():
+        assert a.detail[k] == pytest.approx(b.detail[k], rel=1e-12, abs=1e-9), k
+
+
+def test_retroactive_policies_always_take_the_block_walker(monkeypatch):
+    import replay.engine.loop as engine
+
+    for name, params in policies():
+        p = build(name, params)
+        assert walker_for(p) is (walk_blocks if p.retroactive() else walk_fast), name
+    monkeypatch.setattr(engine, "FAST_PATH", False)
+    assert all(walker_for(build(n, p)) is walk_blocks for n, p in policies())
+
+
+# Retroactive in type, but configured so that they change nothing, beside the policy they must
+# then equal. Retroactive policies never take the fast walker (its prefix sums assume sizes
+# never change after the append), so this is how the two walkers are compared for them: the
+# block walker with before_request hooks, a cache that keeps dominated entries, and the
+# retroactive bookkeeping must give exactly the fast walker's figures.
+NO_CHANGE = [
+    (("claude_code_microcompact", {"idle_minutes": 10**9}), ("noop", {})),
+    (("anthropic_clear_tool_uses", {"trigger": 10**12}), ("noop", {})),
+    (("supersede", {"trigger_tokens": 10**12}), ("noop", {})),
+    (("jp_compaction", {"trigger_turn": 10**6}), ("noop", {})),
+    (("cupel_dedup", {"enabled": False}), ("noop", {})),
+    (("pipeline", {"steps": [{"policy": "devboy_lru"},
+                             {"policy": "claude_code_microcompact", "params": {"idle_minutes": 10**9}}]}),
+     ("devboy_lru", {})),
+    (("pipeline", {"steps": [{"policy": "jp_resource_dedup"}, {"policy": "cupel_dedup", "params": {"enabled": False}}]}),
+     ("jp_resource_dedup", {})),
+]
+
+
+@pytest.mark.parametrize("detail", [True, False])
+@pytest.mark.parametrize("retro,same", NO_CHANGE, ids=[f"{r[0]}-as-{s[0]}" for r, s in NO_CHANGE])
+def test_block_walker_with_a_retroactive_policy_that_changes_nothing_equals_fast_walker(retro, same, detail):
+    r_policy, s_policy = build(*retro), build(*same)
+    assert r_policy.retroactive() and not s_policy.retroactive()
+    o = ReplayOptions(CacheConfig(ttl="5m"), PRICES, detail=detail)
+    session, vocab = realistic(dup=True).build()
+    slow = replay_session(session, vocab, r_policy, o)
+    session, vocab = realistic(dup=True).build()
+    fast = replay_session(session, vocab, s_policy, o)
+    assert slow.figures["blocks_changed"] == fast.figures["blocks_changed"]
+    assert slow.figures["busts"] == 0
+    assert_same_replay(slow, fast)
+
+
+def test_stream_memos_are_per_configuration():
+    """Sweeps replay one loaded stream under many configurations: the per-stream memos (TTLs
+    per TTL setting, prefix sums and event lists per append_kinds) must not leak between
+    them, for retroactive and insert-time policies alike."""
+    shared, vocab = realistic(dup=True).build()
+    for ttl in ("5m", "1h", "log"):
+        for name, params in policies():
+            o = ReplayOptions(CacheConfig(ttl=ttl), PRICES, detail=True)
+            fresh, fresh_vocab = realistic(dup=True).build()
+            assert_same_replay(replay_session(shared, vocab, build(name, params), o),
+                               replay_session(fresh, fresh_vocab, build(name, params), o),
+                               figures=list(SESSION_FIGURES))

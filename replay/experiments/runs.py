@@ -41,16 +41,29 @@ def git_sha() -> str:
         return "unknown"
 
 
-def start_run(con, policy: Policy, opts: ReplayOptions, dataset: str, sweep_id: str | None = None) -> str:
-    run_id = uuid.uuid4().hex[:12]
+def start_run(con, policy: Policy, opts: ReplayOptions, dataset: str, sweep_id: str | None = None, *,
+              run_id: str | None = None, cache_extra: dict[str, Any] | None = None) -> str:
+    """Write the run row (status ``running``) with its full configuration; returns the run id
+    (``run_id``, or a new one). ``cache_extra`` is stored with the cache configuration."""
+    run_id = run_id or uuid.uuid4().hex[:12]
     con.execute(
         "INSERT INTO runs (run_id, sweep_id, policy, params, cache_config, prices, dataset, git_sha, ctxreplay_version, "
         "started_at, status, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
         [run_id, sweep_id, policy.name, json.dumps(asdict(policy.params), default=list),
-         json.dumps(opts.cache.as_dict()), json.dumps(opts.prices.describe()), dataset, git_sha(), __version__,
-         store.now(), os.getpid()],
+         json.dumps({**opts.cache.as_dict(), **(cache_extra or {})}), json.dumps(opts.prices.describe()), dataset,
+         git_sha(), __version__, store.now(), os.getpid()],
     )
     return run_id
+
+
+def insert_columns(con, table: str, cols: dict[str, Any]) -> None:
+    """Insert columns (lists or arrays of equal length, named like the table's) into a table."""
+    con.register("_insert_tmp", pa.table(cols))
+    try:
+        names = ", ".join(cols)
+        con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _insert_tmp")
+    finally:
+        con.unregister("_insert_tmp")
 
 
 def finish_run(con, run_id: str, results: list[SessionResult]) -> None:
@@ -71,14 +84,8 @@ def finish_run(con, run_id: str, results: list[SessionResult]) -> None:
             detail[c].extend(r.detail[c])
     with store.transaction(con):
         for table, data in (("run_sessions", sess), ("run_requests", detail)):
-            if not data["run_id"]:
-                continue
-            con.register("_run_tmp", pa.table(data))
-            try:
-                cols = ", ".join(data)
-                con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _run_tmp")
-            finally:
-                con.unregister("_run_tmp")
+            if data["run_id"]:
+                insert_columns(con, table, data)
         con.execute("UPDATE runs SET status = 'finished', finished_at = ?, n_sessions = ? WHERE run_id = ?",
                     [store.now(), len(results), run_id])
 

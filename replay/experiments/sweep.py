@@ -37,21 +37,19 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
-from replay import __version__
 from replay import store
 from replay.model.arrays import Dataset, load_dataset
 from replay.model.cache import CacheConfig
 from replay.model.costs import DEFAULT_PRICE_DATE, PriceTable
 from replay.engine import SESSION_FIGURES, ReplayOptions, replay_session
 from replay.policies import ParamError, build, did_you_mean
-from replay.experiments.runs import git_sha
+from replay.experiments.runs import insert_columns, start_run
 
 SPEC_KEYS = ("name", "policy", "dataset", "params", "grid", "cache", "random", "prices")
 CACHE_KEYS = ("ttl", "breakpoints", "observed_evictions", "lookback_blocks", "min_cacheable", "warm_start",
@@ -295,12 +293,7 @@ def run_sweep(
             if row is None:
                 pol = build(p.policy or spec.policy, p.params)
                 opts = _options(p, spec.prices)
-                con.execute(
-                    "INSERT INTO runs (run_id, sweep_id, policy, params, cache_config, prices, dataset, git_sha, "
-                    "ctxreplay_version, started_at, status, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
-                    [rid, sid, pol.name, json.dumps(asdict(pol.params), default=list),
-                     json.dumps({**opts.cache.as_dict(), "sweep_spec": spec.source}), json.dumps(opts.prices.describe()),
-                     dataset, git_sha(), __version__, store.now(), os.getpid()])
+                start_run(con, pol, opts, dataset, sid, run_id=rid, cache_extra={"sweep_spec": spec.source})
             else:
                 con.execute("UPDATE runs SET status = 'running', pid = ? WHERE run_id = ?", [os.getpid(), rid])
             remaining = [index[k] for k in sorted(index) if k not in done]
@@ -330,12 +323,7 @@ def run_sweep(
                     for j, f in enumerate(SESSION_FIGURES):
                         cols[f] = vals[:, j]
                     cols["extra"] = [e for _, r in pending for e in r.extras]
-                    con.register("_sweep_tmp", pa.table(cols))
-                    try:
-                        names = ", ".join(cols)
-                        con.execute(f"INSERT INTO run_sessions ({names}) SELECT {names} FROM _sweep_tmp")
-                    finally:
-                        con.unregister("_sweep_tmp")
+                    insert_columns(con, "run_sessions", cols)
                 for rid in final_runs:
                     n = con.execute("SELECT count(*) FROM run_sessions WHERE run_id = ?", [rid]).fetchone()[0]
                     con.execute("UPDATE runs SET status = 'finished', finished_at = ?, n_sessions = ? "

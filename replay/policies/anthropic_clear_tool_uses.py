@@ -50,17 +50,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay.model.arrays import K_TOOL_RESULT, K_TOOL_USE, Stream
-from replay.policies.base import Context, Policy
-from replay.policies.common import TrimmedRereads, codes, overhead_of, shrink
+from replay.policies.base import Context, as_tuples, non_negative, one_of
+from replay.policies.common import ScanningPolicy, codes, full_prompt, shrink
 
 CLEAR_MODES = ("all", "at_least")
 
 
-class AnthropicClearToolUses(Policy):
+class AnthropicClearToolUses(ScanningPolicy):
+    """Server-side: when the prompt exceeds trigger tokens, every tool result but the keep newest is replaced by a
+    placeholder, oldest first; recomputed on each request from the full history."""
+
     name = "anthropic_clear_tool_uses"
     source = "Anthropic API context editing, clear_tool_uses_20250919 (docs: build-with-claude/context-editing)"
-    summary = ("Server-side: when the prompt exceeds trigger tokens, every tool result but the keep newest is "
-               "replaced by a placeholder, oldest first; recomputed on each request from the full history.")
 
     @dataclass(frozen=True)
     class Params:
@@ -83,31 +84,18 @@ class AnthropicClearToolUses(Policy):
         cleared_input_tokens: float = 10.0
 
         def __post_init__(self):
-            v = self.exclude_tools
-            if isinstance(v, str):
-                object.__setattr__(self, "exclude_tools", tuple(x.strip() for x in v.split(",") if x.strip()))
-            elif not isinstance(v, tuple):
-                object.__setattr__(self, "exclude_tools", tuple(v))
-            if self.trigger < 0:
-                raise ValueError("trigger must be >= 0")
-            if self.keep < 0:
-                raise ValueError("keep must be >= 0")
+            as_tuples(self, "exclude_tools")
+            non_negative(self, "trigger", "keep")
             if self.clear_at_least is not None and self.clear_at_least < 0:
                 raise ValueError("clear_at_least must be >= 0 (or None)")
-            if self.clear_mode not in CLEAR_MODES:
-                raise ValueError(f"clear_mode = {self.clear_mode!r}; allowed: {', '.join(CLEAR_MODES)}")
-            if self.placeholder_tokens < 0 or self.cleared_input_tokens < 0:
-                raise ValueError("placeholder_tokens and cleared_input_tokens must be >= 0")
+            one_of(self, "clear_mode", CLEAR_MODES)
+            non_negative(self, "placeholder_tokens", "cleared_input_tokens")
 
-    def start_stream(self, ctx: Context) -> None:
-        s = ctx.state
+    def setup(self, ctx: Context, s: dict[str, Any]) -> None:
         s["excl"] = codes(ctx, self.params.exclude_tools)
-        s["rr"] = TrimmedRereads()
-        self._reset(s, 0)
 
-    @staticmethod
-    def _reset(s: dict[str, Any], pos: int) -> None:
-        s["scan"] = pos
+    def reset(self, s: dict[str, Any], pos: int) -> None:
+        super().reset(s, pos)
         s["full"] = 0.0        # original tokens of the partition's blocks so far
         s["use_pos"] = {}      # tool_use code -> position
         s["calls"] = []        # (use position or -1, result position, excluded) per tool result
@@ -116,19 +104,11 @@ class AnthropicClearToolUses(Policy):
         s["applied"] = 0       # calls[:applied] are cleared now
         s["stop"] = 0          # "at_least": calls[:stop] are the fewest oldest reaching clear_at_least
 
-    def on_compaction(self, ctx: Context, pos: int) -> None:
-        self._reset(ctx.state, pos)
-        ctx.state["rr"] = TrimmedRereads()
-
     def before_request(self, ctx: Context, k: int) -> None:
+        self.catch_up(ctx, k)
         s = ctx.state
         st = ctx.stream
         p = self.params
-        pos = st.r_pos[k]
-        if s["scan"] < pos:
-            s["rr"].scan(st, s["scan"], pos, ctx.metrics)
-            self._scan(st, s, s["scan"], pos)
-            s["scan"] = pos
         calls = s["calls"]
         cand = max(0, len(calls) - p.keep)
         cal = p.clear_at_least
@@ -153,10 +133,8 @@ class AnthropicClearToolUses(Policy):
         else:
             target = cand
             ok = s["saving"] > 0 and (cal is None or s["saving"] >= cal)
-        res = st.r_residual[k] if st.r_residual else 0.0
-        full = overhead_of(st, st.r_model[k]) + s["full"] + res
         applied = s["applied"]
-        if full > p.trigger and ok:
+        if full_prompt(st, k, s["full"]) > p.trigger and ok:
             if target > applied:
                 rr = s["rr"]
                 for u, r, ex in calls[applied:target]:
@@ -177,8 +155,7 @@ class AnthropicClearToolUses(Policy):
                     ctx.set_size(u, tokens[u])
             s["applied"] = 0
 
-    @staticmethod
-    def _scan(st: Stream, s: dict[str, Any], lo: int, hi: int) -> None:
+    def _scan(self, st: Stream, s: dict[str, Any], lo: int, hi: int) -> None:
         excl, use_pos, calls = s["excl"], s["use_pos"], s["calls"]
         tokens, bkind = st.tokens, st.bkind
         full = s["full"]

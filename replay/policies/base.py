@@ -1,6 +1,7 @@
 """The policy interface: a small class the engine drives block by block and request by request.
 
-A policy has a frozen ``Params`` dataclass (documented fields, source defaults) and may be
+A policy has a name, a source, a one-sentence docstring (its ``summary``), a frozen ``Params``
+dataclass (documented fields, source defaults) and may be
 * insert-time: ``on_append(ctx, i, size) -> size`` decides what block ``i`` costs when it is
   appended (e.g. a reference hint instead of a repeated tool result); earlier blocks never
   change, so the cached prefix stays valid;
@@ -67,10 +68,11 @@ class Context:
 
 
 class Policy:
-    """Base class. Subclasses set name, source, Params and override the hooks they need."""
+    """Base class. Subclasses set name, source, a docstring, Params and override the hooks they need."""
 
     name: ClassVar[str] = ""
     source: ClassVar[str] = ""
+    # one line for listings: a named policy's class docstring, unless it sets a summary
     summary: ClassVar[str] = ""
     # block kinds (KIND_CODE values) on_append needs to see; None = every block. The engine
     # skips the call for other kinds, which matters in sweeps (it runs per block per config).
@@ -79,6 +81,11 @@ class Policy:
     @dataclass(frozen=True)
     class Params:
         pass
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__ and "summary" not in cls.__dict__:
+            cls.summary = " ".join((cls.__doc__ or "").split())
 
     def __init__(self, params: "Policy.Params | None" = None):
         self.params = params if params is not None else self.Params()
@@ -127,6 +134,31 @@ class Policy:
             return cls.Params(**coerced)
         except (TypeError, ValueError) as e:
             raise ParamError(f"policy {cls.name!r}: {e}") from e
+
+
+# Params validation helpers, for a frozen Params dataclass's __post_init__ -----------------
+def as_tuples(params: Any, *names: str) -> None:
+    """Make the named fields tuples: a string is split at commas ("Read, Grep"), a list converted."""
+    for f in names:
+        v = getattr(params, f)
+        if isinstance(v, str):
+            object.__setattr__(params, f, tuple(x.strip() for x in v.split(",") if x.strip()))
+        elif not isinstance(v, tuple):
+            object.__setattr__(params, f, tuple(v))
+
+
+def non_negative(params: Any, *names: str) -> None:
+    """Reject a negative value in any of the named fields."""
+    for f in names:
+        if getattr(params, f) < 0:
+            raise ValueError(f"{f} must be >= 0")
+
+
+def one_of(params: Any, name: str, allowed: tuple[str, ...]) -> None:
+    """Reject a value of the named field that is not one of ``allowed``."""
+    v = getattr(params, name)
+    if v not in allowed:
+        raise ValueError(f"{name} = {v!r}; allowed: {', '.join(allowed)}")
 
 
 def coerce(name: str, value: Any, typ: Any) -> Any:

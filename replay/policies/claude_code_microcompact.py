@@ -28,18 +28,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay.model.arrays import K_THINKING, K_TOOL_RESULT, K_TOOL_USE, KIND_CODE, Stream
-from replay.policies.base import Context, Policy
-from replay.policies.common import TrimmedRereads, codes, shrink
+from replay.policies.base import Context, as_tuples, non_negative
+from replay.policies.common import ScanningPolicy, codes, shrink
 
 _ASSISTANT = frozenset((KIND_CODE["assistant_text"], K_THINKING, K_TOOL_USE))
 MIN_MS = 60_000
 
 
-class ClaudeCodeMicrocompact(Policy):
+class ClaudeCodeMicrocompact(ScanningPolicy):
+    """After an idle gap of more than 60 minutes, every file/shell/search/web tool result but the 5 most recent is
+    replaced by a short placeholder; cleared results stay cleared."""
+
     name = "claude_code_microcompact"
     source = "Claude Code time-based microcompact (DESIGN.md section 4: idle > 60 min, keep 5 recent)"
-    summary = ("After an idle gap of more than 60 minutes, every file/shell/search/web tool result but the 5 most "
-               "recent is replaced by a short placeholder; cleared results stay cleared.")
 
     @dataclass(frozen=True)
     class Params:
@@ -54,45 +55,24 @@ class ClaudeCodeMicrocompact(Policy):
         placeholder_tokens: float = 7.0
 
         def __post_init__(self):
-            v = self.tools
-            if isinstance(v, str):
-                object.__setattr__(self, "tools", tuple(x.strip() for x in v.split(",") if x.strip()))
-            elif not isinstance(v, tuple):
-                object.__setattr__(self, "tools", tuple(v))
-            if self.idle_minutes < 0:
-                raise ValueError("idle_minutes must be >= 0")
-            if self.keep_recent < 0:
-                raise ValueError("keep_recent must be >= 0")
-            if self.placeholder_tokens < 0:
-                raise ValueError("placeholder_tokens must be >= 0")
+            as_tuples(self, "tools")
+            non_negative(self, "idle_minutes", "keep_recent", "placeholder_tokens")
 
-    def start_stream(self, ctx: Context) -> None:
-        s = ctx.state
+    def setup(self, ctx: Context, s: dict[str, Any]) -> None:
         s["tools"] = codes(ctx, self.params.tools)
-        s["rr"] = TrimmedRereads()
         s["last_asst"] = -1      # timestamp of the newest assistant block seen
         s["gap"] = None          # newest block's timestamp - last_asst (0 after an assistant block)
-        self._reset(s, 0)
 
-    @staticmethod
-    def _reset(s: dict[str, Any], pos: int) -> None:
-        s["scan"] = pos
+    def reset(self, s: dict[str, Any], pos: int) -> None:
+        super().reset(s, pos)
         s["results"] = []        # positions of clearable tool results, in order
         s["cleared"] = 0         # results[:cleared] are cleared
 
-    def on_compaction(self, ctx: Context, pos: int) -> None:
-        self._reset(ctx.state, pos)
-        ctx.state["rr"] = TrimmedRereads()
-
     def before_request(self, ctx: Context, k: int) -> None:
+        self.catch_up(ctx, k)
         s = ctx.state
         st = ctx.stream
         p = self.params
-        pos = st.r_pos[k]
-        if s["scan"] < pos:
-            s["rr"].scan(st, s["scan"], pos, ctx.metrics)
-            self._scan(st, s, s["scan"], pos)
-            s["scan"] = pos
         results = s["results"]
         upto = len(results) - p.keep_recent
         if upto <= s["cleared"]:
@@ -110,8 +90,7 @@ class ClaudeCodeMicrocompact(Policy):
             shrink(ctx, r, size, rr)
         s["cleared"] = upto
 
-    @staticmethod
-    def _scan(st: Stream, s: dict[str, Any], lo: int, hi: int) -> None:
+    def _scan(self, st: Stream, s: dict[str, Any], lo: int, hi: int) -> None:
         tools, results = s["tools"], s["results"]
         bkind, tool, ts = st.bkind, st.tool, st.ts
         last_asst, gap = s["last_asst"], s["gap"]

@@ -71,10 +71,11 @@ class _State:
 
 
 class CupelDedup(Policy):
+    """Byte-identical blocks in context: the highest score survives (default recency: the newest), others removed
+    (retroactive)."""
+
     name = "cupel_dedup"
     source = "Cupel context pipeline stage 3 Deduplicate (seed 002_c4dd1dddb3d59f10; DESIGN.md section 4)"
-    summary = ("Byte-identical blocks in context: the highest score survives (default recency: the newest), "
-               "others removed (retroactive).")
 
     @dataclass(frozen=True)
     class Params:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from replay.model.arrays import K_TOOL_RESULT, TOOL_KIND_CODE
 from replay.policies.base import Context, Policy
+from replay.policies.common import count_hint
 
 # Hint sizes in tokens, from the seed's rendered forms (measured there with cl100k_base):
 #   terse    "> [ref: tc_42]"                                 ~8
@@ -80,9 +81,10 @@ class _State:
 
 
 class DevboyLru(Policy):
+    """LRU(5) of tool-result hashes; a repeat becomes a ~11-token reference hint (insert-time)."""
+
     name = "devboy_lru"
     source = "devboy format-pipeline dedup (seed 003_d8e48d219b51ff29; DESIGN.md section 4)"
-    summary = "LRU(5) of tool-result hashes; a repeat becomes a ~11-token reference hint (insert-time)."
 
     @dataclass(frozen=True)
     class Params:
@@ -167,13 +169,7 @@ class DevboyLru(Policy):
         if e is not None:
             entries.move_to_end(h)
             orig = e[0]
-            m = ctx.metrics
-            m["hints"] += 1
-            m["hint_distance"] += st.user_turn[i] - st.user_turn[orig]
-            if st.partition[orig] != st.partition[i]:
-                m["dangling_refs"] += 1
-            if e[1] and s.last_mut.get(e[2], -1) > orig:
-                m["stale_refs"] += 1
+            count_hint(ctx, i, orig, e[1] and s.last_mut.get(e[2], -1) > orig)
             return HINT_TOKENS[p.verbosity]
         if s.cap and len(entries) >= s.cap:
             old_h, old = entries.popitem(last=False)

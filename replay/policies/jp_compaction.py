@@ -62,8 +62,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay.model.arrays import K_ATTACHMENT, K_THINKING, K_TOOL_RESULT, K_TOOL_USE, TOOL_KIND_CODE, TOOL_KINDS, Stream
-from replay.policies.base import Context, Policy, did_you_mean
-from replay.policies.common import TrimmedRereads, codes, covers, shrink
+from replay.policies.base import Context, as_tuples, did_you_mean, non_negative
+from replay.policies.common import ScanningPolicy, codes, covers, overhead_of, shrink
 
 STRATEGIES = ("strip-reasoning", "dedup-tools", "strip-tool-results", "strip-attachments", "prune-tools", "summarize")
 AUTO = ("strip-reasoning", "dedup-tools", "strip-tool-results", "prune-tools", "summarize")
@@ -74,11 +74,12 @@ NOT_IMPLEMENTED = {
 _READ_KIND = TOOL_KIND_CODE["read"]
 
 
-class JpCompaction(Policy):
+class JpCompaction(ScanningPolicy):
+    """Compacts everything before the last keep_last user turns: strip reasoning, dedup/subsume tool calls (newest
+    kept), stub tool results, prune unused tools, summarize; rewrites history."""
+
     name = "jp_compaction"
     source = "seed 001: JP RFD 036 Conversation Compaction (strategies, keep_last, auto pipeline)"
-    summary = ("Compacts everything before the last keep_last user turns: strip reasoning, dedup/subsume tool "
-               "calls (newest kept), stub tool results, prune unused tools, summarize; rewrites history.")
 
     @dataclass(frozen=True)
     class Params:
@@ -115,17 +116,8 @@ class JpCompaction(Policy):
         tools_defined: int = 0
 
         def __post_init__(self):
+            as_tuples(self, "strategies", "strip_exclude_tools", "dedup_exclude_kinds")
             strategies = self.strategies
-            if isinstance(strategies, str):
-                strategies = tuple(x.strip() for x in strategies.split(",") if x.strip())
-            strategies = tuple(strategies)
-            object.__setattr__(self, "strategies", strategies)
-            for f in ("strip_exclude_tools", "dedup_exclude_kinds"):
-                v = getattr(self, f)
-                if isinstance(v, str):
-                    object.__setattr__(self, f, tuple(x.strip() for x in v.split(",") if x.strip()))
-                elif not isinstance(v, tuple):
-                    object.__setattr__(self, f, tuple(v))
             if not strategies:
                 raise ValueError("strategies is empty; use 'auto' or a list of: " + ", ".join(STRATEGIES))
             for s in strategies:
@@ -142,8 +134,7 @@ class JpCompaction(Policy):
             if bad:
                 raise ValueError(f"dedup_exclude_kinds: unknown kind(s) {', '.join(bad)}; "
                                  f"known: {', '.join(TOOL_KINDS)}")
-            if self.keep_last < 0:
-                raise ValueError("keep_last must be >= 0")
+            non_negative(self, "keep_last")
             if self.trigger_turn is not None and self.trigger_turn < 1:
                 raise ValueError("trigger_turn must be >= 1 (or None)")
             if not 0 < self.trigger_fraction:
@@ -154,11 +145,7 @@ class JpCompaction(Policy):
                 raise ValueError("summarize_threshold must be >= 0")
             if self.auto_target is not None and self.auto_target < 0:
                 raise ValueError("auto_target must be >= 0 (or None)")
-            for f in ("reasoning_tokens", "stub_tokens", "summary_tokens", "tool_def_tokens"):
-                if getattr(self, f) < 0:
-                    raise ValueError(f"{f} must be >= 0")
-            if self.tools_defined < 0:
-                raise ValueError("tools_defined must be >= 0")
+            non_negative(self, "reasoning_tokens", "stub_tokens", "summary_tokens", "tool_def_tokens", "tools_defined")
 
     # ------------------------------------------------------------------------------------
     @property
@@ -169,14 +156,13 @@ class JpCompaction(Policy):
     def auto(self) -> bool:
         return self.params.strategies == ("auto",)
 
-    def start_stream(self, ctx: Context) -> None:
+    def setup(self, ctx: Context, s: dict[str, Any]) -> None:
         p = self.params
         m = ctx.metrics
         for step in self.pipeline:
             m.setdefault(f"step:{step}:blocks", 0.0)
             m.setdefault(f"step:{step}:tokens", 0.0)
         m.setdefault("step:compactions", 0.0)
-        s = ctx.state
         s["strip_excl"] = codes(ctx, p.strip_exclude_tools)
         s["dedup_excl"] = {TOOL_KIND_CODE[x] for x in p.dedup_exclude_kinds}
         s["ov"] = {}
@@ -185,12 +171,10 @@ class JpCompaction(Policy):
         s["fired_turn"] = False
         s["fired"] = False
         s["pruned"] = None
-        self._reset(s, 0)
 
-    @staticmethod
-    def _reset(s: dict[str, Any], pos: int) -> None:
+    def reset(self, s: dict[str, Any], pos: int) -> None:
+        super().reset(s, pos)
         s["s0"] = pos                # first block of the partition
-        s["scan"] = pos              # blocks before this were scanned
         s["turns"] = []              # user turns in block order (first block of each)
         s["turn_pos"] = []
         s["done"] = {}               # step -> blocks before this were processed
@@ -199,10 +183,6 @@ class JpCompaction(Policy):
         s["reads"] = {}              # resource -> alive read pairs [(use, result, ls, le)]
         s["superseded"] = []         # heap of (result, use) pairs a newer call made obsolete
         s["summary_at"] = None       # position of the summary (summarize ran)
-        s["rr"] = TrimmedRereads()
-
-    def on_compaction(self, ctx: Context, pos: int) -> None:
-        self._reset(ctx.state, pos)
 
     # overhead: prune-tools ------------------------------------------------------------------
     def overhead(self, ctx: Context, overhead: float) -> float:
@@ -244,28 +224,17 @@ class JpCompaction(Policy):
                 continue
             last = t
             s0 = st.part_start.get(st.r_partition[k], 0)
-            total = self._ov(st, None, st.r_model[k]) + csum[st.r_pos[k]] - csum[s0] + res[k]
+            total = overhead_of(st.overhead, st.r_model[k]) + csum[st.r_pos[k]] - csum[s0] + res[k]
             if total > limit:
                 return True
         return False
 
-    @staticmethod
-    def _ov(st: Stream, table: dict | None, model: int) -> float:
-        ov = table if table else st.overhead
-        if model in ov:
-            return ov[model]
-        return max(ov.values()) if ov else 0.0
-
     # the request hook --------------------------------------------------------------------
     def before_request(self, ctx: Context, k: int) -> None:
+        pos = self.catch_up(ctx, k)
         s = ctx.state
         st = ctx.stream
         p = self.params
-        pos = st.r_pos[k]
-        if s["scan"] < pos:
-            s["rr"].scan(st, s["scan"], pos, ctx.metrics)
-            self._scan(st, s, s["scan"], pos)
-            s["scan"] = pos
         turn = st.r_user_turn[k]
         if turn == s["last_turn"]:
             return
@@ -277,7 +246,7 @@ class JpCompaction(Policy):
                 return
             s["fired_turn"] = True
         else:
-            ov = self._ov(st, s["ov"] if s["fired"] else s["ov0"], model)
+            ov = overhead_of((s["ov"] if s["fired"] else s["ov0"]) or st.overhead, model)
             if ov + ctx.running + res <= p.trigger_fraction * p.window_tokens:
                 return
         s["fired"] = True
@@ -289,7 +258,7 @@ class JpCompaction(Policy):
         if boundary <= s["s0"]:
             return
         ctx.metrics["step:compactions"] += 1
-        ov = self._ov(st, s["ov"], model)
+        ov = overhead_of(s["ov"] or st.overhead, model)
         window = p.window_tokens
         for step in self.pipeline:
             if self.auto and p.auto_target is not None and ov + ctx.running + res <= p.auto_target * window:

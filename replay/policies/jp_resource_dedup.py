@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 from replay.model.arrays import K_ATTACHMENT, K_TOOL_RESULT, TOOL_KIND_CODE
 from replay.policies.base import Context, Policy
+from replay.policies.common import count_hint
 
 # The seed's replacement messages (RFD 067, "Replacement message"), rendered for the estimate.
 TOOL_TEMPLATE = ("The content of {uri} is identical to the result of tool call `{call}` in turn {turn} "
@@ -80,10 +81,11 @@ class _State:
 
 
 class JpResourceDedup(Policy):
+    """A re-delivered resource (same URI and checksum, >300 bytes, within 30 turns) becomes a reference message
+    (insert-time)."""
+
     name = "jp_resource_dedup"
     source = "JP RFD 067 resource deduplication (seed 000_277e3f9fc48c9b88; DESIGN.md section 4)"
-    summary = ("A re-delivered resource (same URI and checksum, >300 bytes, within 30 turns) becomes a "
-               "reference message (insert-time).")
 
     @dataclass(frozen=True)
     class Params:
@@ -163,13 +165,7 @@ class JpResourceDedup(Policy):
         if (e is not None and st.nbytes[i] > p.min_bytes and st.tool[i] not in s.no_dedup
                 and (p.lookback_turns is None or st.user_turn[i] - st.user_turn[e[0]] <= p.lookback_turns)):
             orig = e[0]
-            m = ctx.metrics
-            m["hints"] += 1
-            m["hint_distance"] += st.user_turn[i] - st.user_turn[orig]
-            if st.partition[orig] != st.partition[i]:
-                m["dangling_refs"] += 1
-            if s.last_mut.get(res, -1) > orig:
-                m["stale_refs"] += 1
+            count_hint(ctx, i, orig, s.last_mut.get(res, -1) > orig)
             return p.attachment_ref_tokens if e[1] else p.ref_tokens
         s.reg[key] = (i, False)  # a full delivery: the target of later references
         return size

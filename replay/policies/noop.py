@@ -10,6 +10,7 @@ from replay.policies.base import Policy
 
 
 class Noop(Policy):
+    """Keeps everything; the replay must reproduce the recorded usage."""
+
     name = "noop"
     source = "baseline (DESIGN.md section 3, fidelity check)"
-    summary = "Keeps everything; the replay must reproduce the recorded usage."

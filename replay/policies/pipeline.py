@@ -29,9 +29,10 @@ class Step:
 
 
 class Pipeline(Policy):
+    """Runs several policies in order; records what each step changed."""
+
     name = "pipeline"
     source = "composition (seed 001 CompactionReport for the per-step breakdown)"
-    summary = "Runs several policies in order; records what each step changed."
 
     @dataclass(frozen=True)
     class Params:

@@ -49,19 +49,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay.model.arrays import K_TOOL_RESULT, Stream
-from replay.policies.base import Context, Policy
-from replay.policies.common import TrimmedRereads, codes, covers, overhead_of, shrink
+from replay.policies.base import Context, as_tuples, non_negative, one_of
+from replay.policies.common import ScanningPolicy, codes, covers, full_prompt, shrink
 
 
 READ_RANGES = ("location", "covering", "exact")
 LIST_RULES = ("identical", "location", "off")
 
 
-class Supersede(Policy):
+class Supersede(ScanningPolicy):
+    """A newer read/write of a file hides older results of it; a newer, at least as inclusive listing of a
+    directory hides the older listing. Hidden, never deleted; rewrites history."""
+
     name = "supersede"
     source = "seed 004: ai-experiments deduplicators (IoContentDeduplicator, SurveyDirectoryDeduplicator)"
-    summary = ("A newer read/write of a file hides older results of it; a newer, at least as inclusive listing "
-               "of a directory hides the older listing. Hidden, never deleted; rewrites history.")
 
     @dataclass(frozen=True)
     class Params:
@@ -93,27 +94,17 @@ class Supersede(Policy):
         hidden_tokens: float = 0.0
 
         def __post_init__(self):
-            for f in ("read_tools", "write_tools", "piece_tools", "list_tools", "pinned_tools"):
-                v = getattr(self, f)
-                if isinstance(v, str):
-                    object.__setattr__(self, f, tuple(x.strip() for x in v.split(",") if x.strip()))
-                elif not isinstance(v, tuple):
-                    object.__setattr__(self, f, tuple(v))
-            if self.trigger_tokens < 0:
-                raise ValueError("trigger_tokens must be >= 0")
-            if self.hidden_tokens < 0:
-                raise ValueError("hidden_tokens must be >= 0")
-            if self.read_range not in READ_RANGES:
-                raise ValueError(f"read_range = {self.read_range!r}; allowed: {', '.join(READ_RANGES)}")
-            if self.list_rule not in LIST_RULES:
-                raise ValueError(f"list_rule = {self.list_rule!r}; allowed: {', '.join(LIST_RULES)}")
+            as_tuples(self, "read_tools", "write_tools", "piece_tools", "list_tools", "pinned_tools")
+            non_negative(self, "trigger_tokens", "hidden_tokens")
+            one_of(self, "read_range", READ_RANGES)
+            one_of(self, "list_rule", LIST_RULES)
             fam = [*self.read_tools, *self.write_tools, *self.piece_tools]
             dup = {n for n in fam if fam.count(n) > 1} | (set(fam) & set(self.list_tools))
             if dup:
                 raise ValueError(f"tool(s) {', '.join(sorted(dup))} listed in more than one role")
 
     # ------------------------------------------------------------------------------------
-    def start_stream(self, ctx: Context) -> None:
+    def setup(self, ctx: Context, s: dict[str, Any]) -> None:
         p = self.params
         role: dict[int, int] = {}
         for c in codes(ctx, p.read_tools):
@@ -122,41 +113,26 @@ class Supersede(Policy):
             role[c] = 1
         for c in codes(ctx, p.piece_tools):
             role[c] = 2
-        s = ctx.state
         s["role"] = role
         s["list"] = codes(ctx, p.list_tools) if p.list_rule != "off" else set()
         s["pinned"] = codes(ctx, p.pinned_tools)
-        s["rr"] = TrimmedRereads()
-        self._reset(s, 0)
 
-    @staticmethod
-    def _reset(s: dict[str, Any], pos: int) -> None:
-        s["scan"] = pos
+    def reset(self, s: dict[str, Any], pos: int) -> None:
+        super().reset(s, pos)
         s["full"] = 0.0          # original tokens of the partition's blocks scanned so far
         s["files"] = {}          # resource -> visible results [(pos, role, line_start, line_end)]
         s["dirs"] = {}           # (tool, resource) -> visible listings [(pos, args)]
         s["pending"] = []        # superseded, not hidden yet (trigger not reached)
         s["triggered"] = False
 
-    def on_compaction(self, ctx: Context, pos: int) -> None:
-        self._reset(ctx.state, pos)
-        ctx.state["rr"] = TrimmedRereads()
-
     def before_request(self, ctx: Context, k: int) -> None:
+        self.catch_up(ctx, k)
         s = ctx.state
-        st = ctx.stream
-        pos = st.r_pos[k]
-        lo = s["scan"]
-        if lo < pos:
-            s["rr"].scan(st, lo, pos, ctx.metrics)
-            self._scan(st, s, lo, pos)
-            s["scan"] = pos
         pending = s["pending"]
         if not pending:
             return
         if not s["triggered"]:
-            res = st.r_residual[k] if st.r_residual else 0.0
-            if overhead_of(st, st.r_model[k]) + s["full"] + res <= self.params.trigger_tokens:
+            if full_prompt(ctx.stream, k, s["full"]) <= self.params.trigger_tokens:
                 return
             s["triggered"] = True
         hidden = self.params.hidden_tokens
