@@ -57,9 +57,27 @@ def walker_for(policy: Policy) -> Walker:
 def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions, figs: dict[str, float],
                   detail: dict[str, list] | None) -> None:
     """Replay one stream through the policy and add its figures (and detail rows) to figs (detail)."""
+    obs = observed_writes(st, vocab, opts) if opts.cache.observed_evictions == "log" else None
     ctx = Context(st, vocab, figs)
     policy.start_stream(ctx)
-    price_requests(st, vocab, policy, opts, ctx, detail, walker_for(policy)(st, ctx, policy))
+    price_requests(st, vocab, policy, opts, ctx, detail, walker_for(policy)(st, ctx, policy), observed_writes=obs)
+
+
+def observed_writes(st: Stream, vocab: Vocab, opts: ReplayOptions) -> list[int]:
+    """Per request, the observed write the calibrated replay adds (block position, -1: none),
+    decided once per stream and cache setting by the no-op replay, so that every policy
+    faces the same events (`replay.engine.calibration`)."""
+    key = (opts.cache, tuple(opts.prices.rates(m).min_cacheable for m in vocab.models))
+    memo = st.__dict__.setdefault("_observed_write_memo", {})
+    got = memo.get(key)
+    if got is None:
+        noop = Policy()
+        ctx = Context(st, vocab, {f: 0.0 for f in SESSION_FIGURES})
+        noop.start_stream(ctx)
+        got = []
+        price_requests(st, vocab, noop, opts, ctx, None, walk_blocks(st, ctx, noop), record=got)
+        memo[key] = got
+    return got
 
 
 def replay_session(session: Session, vocab: Vocab, policy: Policy, opts: ReplayOptions) -> SessionResult:

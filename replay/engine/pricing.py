@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from replay.model.arrays import EVICT_TOLERANCE, Stream, Vocab
+from replay.engine.calibration import base_prefix, fork_writes, observed_write_position, tolerance
+from replay.model.arrays import Stream, Vocab
 from replay.model.cache import OPENAI_RETENTION_MS, OPENAI_STEP, TTL_MS, CacheConfig, StreamCache
 from replay.model.costs import provider_of
 from replay.policies.base import Context, Policy
@@ -70,24 +71,77 @@ def _overheads(st: Stream, policy: Policy, ctx: Context, n_models: int) -> list[
     return [overheads.get(m, default) for m in range(n_models)]
 
 
-def _evict(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead: float) -> None:
-    """A cache miss the log records but the model cannot explain: drop the entries past it."""
+def _evict(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead: float, t: int) -> None:
+    """A cache miss the log records but the model cannot explain: cut the entries past it back.
+
+    The recorded read may end inside block e (an earlier request's uncached tail started
+    there): that part is kept too, as long as the policy left block e unchanged."""
     e, part, rr = st.r_evict[k], st.r_partition[k], st.r_read[k]
+    prefix = 0.0
     if e >= 0:
-        prefix = overhead + sum(eff[st.part_start.get(part, 0):e]) + (st.r_residual[k] if st.r_residual else 0.0)
-    else:
-        prefix = 0.0
-    cache.evict(st.r_model[k], part, e, rr + max(64.0, EVICT_TOLERANCE * rr), prefix)
+        s0 = st.part_start.get(part, 0)
+        res = st.r_residual[k] if st.r_residual else 0.0
+        prefix = overhead + sum(eff[s0:e]) + res
+        extra = rr - base_prefix(st, k, e)
+        if e < st.r_pos[k] and extra > tolerance(rr) and eff[e] == st.tokens[e]:
+            prefix += min(extra, eff[e])
+            e += 1
+    cache.evict(st.r_model[k], part, e, rr + tolerance(rr), prefix, t)
+
+
+def _prefix(st: Stream, eff: list[float], k: int, u: int, overhead: float) -> float:
+    """The policy's prefix of request k up to block u."""
+    s0 = st.part_start.get(st.r_partition[k], 0)
+    return overhead + sum(eff[s0:u]) + (st.r_residual[k] if st.r_residual else 0.0)
+
+
+def _observed_write(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead: float, cacheable: float,
+                    min_cacheable: int) -> int:
+    """Where request k's recorded read covers blocks beyond every entry alive in the (no-op)
+    cache, the block position of the observed write, else -1."""
+    pos = st.r_pos[k]
+    s0 = st.part_start.get(st.r_partition[k], 0)
+    p = observed_write_position(st, k, pos)
+    if p <= s0:
+        return -1
+    prefix = min(_prefix(st, eff, k, p, overhead), cacheable)
+    if prefix < min_cacheable:
+        return -1
+    best = cache.longest(st.r_model[k], st.r_partition[k], pos, st.r_ts[k], cacheable)
+    if best is not None and best + tolerance(float(st.r_read[k])) >= prefix:
+        return -1
+    return p
+
+
+def _frame_check(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead_of: list[float]) -> None:
+    """The provider stopped seeing tokens the blocks still hold (the anchoring residual fell):
+    an entry longer than what is now sent up to its boundary describes content that is no
+    longer sent and cannot be read."""
+    part = st.r_partition[k]
+    s0 = st.part_start.get(part, 0)
+    res = st.r_residual[k]
+    kept = []
+    for e in cache.entries:
+        if e[1] == part and e[2] > s0:
+            now = overhead_of[e[0]] + sum(eff[s0:e[2]]) + res
+            if e[3] > now + tolerance(now):
+                continue
+        kept.append(e)
+    cache.entries = kept
 
 
 def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions, ctx: Context,
-                   detail: dict[str, list] | None, requests: Iterable[Request]) -> None:
+                   detail: dict[str, list] | None, requests: Iterable[Request],
+                   observed_writes: list[int] | None = None, record: list[int] | None = None) -> None:
     """Price each of the stream's requests and add the stream's figures to ``ctx.metrics``
     (and a row per request to ``detail``). Call after ``start_stream``: the policy's
-    ``overhead`` hook is asked here, before the first request is taken from ``requests``."""
+    ``overhead`` hook is asked here, before the first request is taken from ``requests``.
+
+    ``observed_writes``: per request, the block position of an observed write to replay (-1:
+    none), decided by the no-op replay; ``record``: the no-op replay that decides them
+    appends its decisions here (see `replay.engine.calibration`)."""
     cfg = opts.cache
-    # Without retroactive edits a longer entry always dominates the shorter ones it extends.
-    cache = StreamCache(cfg, keep_dominated=policy.retroactive())
+    cache = StreamCache(cfg)
     rates, each, min_c, auto, steps = _model_tables(vocab, opts, detail is not None)
     per_model = [[0.0, 0.0, 0.0, 0.0, 0.0] for _ in rates]
     overhead_of = _overheads(st, policy, ctx, len(rates))
@@ -96,6 +150,8 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     evictions, warm_log, evict = cfg.observed_evictions == "log" and bool(st.r_evict), cfg.warm_start == "log", st.r_evict
     r_pos, r_part, r_model, r_ts = st.r_pos, st.r_partition, st.r_model, st.r_ts
     r_unc, r_read, r_out, eff = st.r_uncached, st.r_read, st.r_output, ctx.eff
+    forks = fork_writes(st, cfg)
+    frame = bool(st.r_residual)
     first = True
     n_req = 0
     s_total = s_unc = s_read = s_w5 = s_w1h = s_out = s_cost = s_busts = s_bust_tokens = 0.0
@@ -112,8 +168,30 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             cache.warm(model, min(float(rr), total - unc_rec, overhead), t, ttl)
         first = False
         pos, part = r_pos[k], r_part[k]
+        if frame and k > 0 and r_part[k - 1] == part and residual[k] < residual[k - 1] and cache.entries:
+            _frame_check(cache, st, eff, k, overhead_of)
+        u, t_end = forks[k]
+        if u >= 0 and not auto[model]:
+            # the unlogged turn-end request cached the conversation up to the last answer
+            cacheable = total - unc_rec
+            prefix = _prefix(st, eff, k, u, overhead)
+            cache.request(model, part, u, t_end, prefix if prefix < cacheable else cacheable, 0.0, overhead, ttl,
+                          min_c[model], None)
         if evictions and evict[k] < pos:
-            _evict(cache, st, eff, k, overhead)
+            _evict(cache, st, eff, k, overhead, t)
+        if evictions and not auto[model] and rr > 0:
+            p_obs = -1
+            if record is not None:
+                p_obs = _observed_write(cache, st, eff, k, overhead, total - unc_rec, min_c[model])
+                record.append(p_obs)
+            elif observed_writes is not None:
+                p_obs = observed_writes[k]
+            if p_obs >= 0:
+                cacheable = total - unc_rec
+                prefix = _prefix(st, eff, k, p_obs, overhead)
+                cache.write(model, part, p_obs, prefix if prefix < cacheable else cacheable, t, ttl)
+        elif record is not None:
+            record.append(-1)
         if auto[model]:
             read, written, uncached, bust = cache.request_auto(
                 model, part, pos, t, total, OPENAI_RETENTION_MS if auto_log else ttl, changed_from, removed,

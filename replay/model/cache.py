@@ -16,6 +16,7 @@ only) belongs to no partition, so it survives compactions.
 
 from __future__ import annotations
 
+from bisect import insort
 from dataclasses import asdict, dataclass
 
 SYS = -1  # partition key of the system+tools prefix entry
@@ -46,7 +47,14 @@ class CacheConfig:
     observed_evictions: "log" replays the cache misses the log records but the model
         cannot explain (the provider evicted or the client changed something invisible):
         entries beyond the block position the recorded read covers are dropped before the
-        request, for every policy alike. "none" ignores them.
+        request, for every policy alike; and where the recorded read covers more than the
+        no-op replay holds, the prefix it covers is written (an observed write: a request the
+        log does not show). "none" ignores both: the model-only variant.
+    turn_end_write: "always": when a request opens a user turn after a response that ended
+        in assistant text, the conversation up to that text was cached when the response
+        ended (Claude Code 2.x sends an unlogged request there, its prompt suggestion); with
+        observed evictions on, only where the next recorded read reaches that prefix.
+        "none": no such write.
     """
 
     ttl: str = "log"
@@ -55,10 +63,11 @@ class CacheConfig:
     min_cacheable: int | None = None
     warm_start: str = "log"
     observed_evictions: str = "log"
+    turn_end_write: str = "always"
 
     def __post_init__(self):
         for name, allowed in (("ttl", TTLS), ("breakpoints", BREAKPOINTS), ("warm_start", WARM_STARTS),
-                              ("observed_evictions", ("log", "none"))):
+                              ("observed_evictions", ("log", "none")), ("turn_end_write", ("always", "none"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"cache.{name} = {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
         if self.lookback_blocks is not None and self.lookback_blocks < 0:
@@ -68,16 +77,21 @@ class CacheConfig:
         return asdict(self)
 
 
+def _neg_tokens(e: list) -> float:
+    return -e[3]
+
+
 class StreamCache:
     """Cache state of one stream. ``request`` returns (read, written, uncached, bust_tokens)."""
 
-    __slots__ = ("cfg", "entries", "lookback", "system_bp", "enabled", "keep_dominated")
+    __slots__ = ("cfg", "entries", "sys", "next_expiry", "lookback", "system_bp", "enabled")
 
-    def __init__(self, cfg: CacheConfig, keep_dominated: bool = True):
+    def __init__(self, cfg: CacheConfig):
         self.cfg = cfg
-        self.keep_dominated = keep_dominated
-        # entry: [model, partition, boundary_pos, tokens, expiry_ms, ttl_ms]
+        # entry: [model, partition, boundary_pos, tokens, expiry_ms, ttl_ms], longest first
         self.entries: list[list] = []
+        self.sys: list[list] = []  # the system-prefix entries among them (the same lists)
+        self.next_expiry = 1 << 62  # no entry expires before this: nothing to prune until then
         self.lookback = cfg.lookback_blocks if cfg.lookback_blocks is not None else 1 << 40
         self.system_bp = cfg.breakpoints == "claude-code"
         self.enabled = cfg.breakpoints != "none"
@@ -86,46 +100,75 @@ class StreamCache:
         """A system prefix cached outside this stream (another session's identical prompt)."""
         if tokens <= 0 or not self.enabled:
             return
-        for e in self.entries:
-            if e[0] == model and e[1] == SYS and e[4] >= t and e[3] >= tokens:
+        for e in self.sys:
+            if e[0] == model and e[4] >= t and e[3] >= tokens:
                 return
-        self.entries.append([model, SYS, 0, tokens, t + ttl_ms, ttl_ms])
+        self._add([model, SYS, 0, tokens, t + ttl_ms, ttl_ms])
+
+    def _add(self, entry: list) -> None:
+        # entries are kept longest first (ties: oldest first), so the first eligible is the best
+        insort(self.entries, entry, key=_neg_tokens)
+        if entry[1] == SYS:
+            self.sys.append(entry)
+        if entry[4] < self.next_expiry:
+            self.next_expiry = entry[4]
+
+    def _prune(self, t: int) -> None:
+        """Drop expired entries (an expired entry is never read again; a rewrite is a new entry).
+        Refreshes only move expiries later, so ``next_expiry`` stays a lower bound."""
+        if t <= self.next_expiry:
+            return
+        self.entries = [e for e in self.entries if e[4] >= t]
+        self.sys = [e for e in self.sys if e[4] >= t]
+        self.next_expiry = min((e[4] for e in self.entries), default=1 << 62)
 
     def _best(self, model: int, part: int, pos: int, t: int, limit: float) -> list | None:
-        best = None
         lb = self.lookback
         for e in self.entries:
-            if e[0] != model or e[4] < t or e[3] > limit:
+            if e[3] > limit or e[0] != model or e[4] < t:
                 continue
             if e[1] != SYS and (e[1] != part or e[2] > pos or pos - e[2] > lb):
                 continue
-            if best is None or e[3] > best[3]:
-                best = e
-        return best
+            return e
+        return None
 
-    def evict(self, model: int, part: int, pos: int, sys_tokens: float, prefix_tokens: float) -> None:
+    def evict(self, model: int, part: int, pos: int, sys_tokens: float, prefix_tokens: float, t: int) -> None:
         """Replay an eviction the log shows: the provider still had only ``sys_tokens`` of
         the system prefix, or the prefix up to block ``pos`` (``prefix_tokens`` long).
 
-        Longer entries of this model are cut back to that length (a breakpoint ended there
-        in the real request), so every policy faces the same event at the same position.
+        Entries of this model that reach beyond it are cut back to that length (a breakpoint
+        ended there in the real request), so every policy faces the same event at the same
+        position. The cut-back entry exists only where an entry alive at ``t`` reached beyond
+        it, and is never longer than that entry: an eviction removes cache, it never creates
+        cache the replay did not have.
         """
         kept = []
-        cut_expiry = None
-        cut_ttl = 0
+        src = None
         for e in self.entries:
             if e[0] == model:
                 if e[1] == SYS:
                     if e[3] > sys_tokens:
                         e[3] = sys_tokens
-                elif e[1] == part and e[2] > pos:
-                    if cut_expiry is None or e[4] > cut_expiry:
-                        cut_expiry, cut_ttl = e[4], e[5]
+                elif e[1] == part and (e[2] > pos or (e[2] == pos and e[3] > prefix_tokens + 1.0)):
+                    if e[4] >= t and (src is None or e[4] > src[4]):
+                        src = e
                     continue
             kept.append(e)
-        if cut_expiry is not None and pos >= 0:
-            kept.append([model, part, pos, prefix_tokens, cut_expiry, cut_ttl])
         self.entries = kept
+        self.entries.sort(key=_neg_tokens)  # the system entry may have been shortened
+        if src is not None and pos >= 0:
+            self._add([model, part, pos, min(prefix_tokens, src[3]), src[4], src[5]])
+
+    def write(self, model: int, part: int, pos: int, tokens: float, t: int, ttl_ms: int) -> None:
+        """An entry written by a request the log does not show, just before ``t`` (it lives
+        until ``t`` unless a request reads and so refreshes it)."""
+        if self.enabled and tokens > 0:
+            self._add([model, part, pos, tokens, t, ttl_ms])
+
+    def longest(self, model: int, part: int, pos: int, t: int, limit: float) -> float | None:
+        """Length of the longest entry a request at ``pos`` could read now (None: none)."""
+        best = self._best(model, part, pos, t, limit)
+        return None if best is None else best[3]
 
     def request_auto(self, model: int, part: int, pos: int, t: int, total: float, ttl_ms: int,
                      changed_from: int | None, removed: float = 0.0, min_tokens: int = OPENAI_MIN,
@@ -152,12 +195,8 @@ class StreamCache:
                 read = min_tokens + step * ((match - min_tokens) // step)
             best[4] = t + best[5]
         if total >= min_tokens:
-            exp = t + ttl_ms
-            if not self.keep_dominated:
-                self.entries = [e for e in self.entries if e[0] != model or e[1] != part or e[2] > pos or e[4] > exp]
-            self.entries.append([model, part, pos, total, exp, ttl_ms])
-        if len(self.entries) > 12:
-            self.entries = [e for e in self.entries if e[4] >= t]
+            self._add([model, part, pos, total, t + ttl_ms, ttl_ms])
+        self._prune(t)
         return read, 0.0, total - read, bust
 
     def request(self, model: int, part: int, pos: int, t: int, total: float, uncached: float,
@@ -187,20 +226,18 @@ class StreamCache:
         if cacheable >= min_cacheable:
             written = cacheable - read
             if written > 0:
-                exp = t + ttl_ms
-                if not self.keep_dominated:
-                    # without retroactive edits, an entry this one extends and outlives can never win
-                    self.entries = [e for e in self.entries
-                                    if e[0] != model or e[1] != part or e[2] > pos or e[4] > exp]
-                self.entries.append([model, part, pos, cacheable, exp, ttl_ms])
+                # shorter entries this one extends are kept, for every policy alike: a later
+                # request with a shorter cacheable prefix (a larger uncached tail), or one after
+                # a retroactive edit, may need them
+                self._add([model, part, pos, cacheable, t + ttl_ms, ttl_ms])
             unc = uncached
         else:
             written = 0.0
             unc = total - read
         if self.system_bp and overhead >= min_cacheable:
             # the system breakpoint is hit (refreshed) or written by every request
-            for e in self.entries:
-                if e[0] == model and e[1] == SYS and e[3] == overhead:
+            for e in self.sys:
+                if e[0] == model and e[3] == overhead:
                     if e[4] >= t:
                         e[4] = t + e[5]
                         break
@@ -208,7 +245,6 @@ class StreamCache:
                     e[5] = ttl_ms
                     break
             else:
-                self.entries.append([model, SYS, 0, overhead, t + ttl_ms, ttl_ms])
-        if len(self.entries) > 12:
-            self.entries = [e for e in self.entries if e[4] >= t]
+                self._add([model, SYS, 0, overhead, t + ttl_ms, ttl_ms])
+        self._prune(t)
         return read, written, unc, bust
