@@ -214,3 +214,23 @@ def test_calibration_events_are_the_same_for_a_policy_that_changes_nothing():
     for variant in ("log", "none"):
         assert run(b, ChangesNothing(), ttl="5m", observed_evictions=variant).detail["cost"] == \
             run(b, ttl="5m", observed_evictions=variant).detail["cost"]
+
+
+def test_warm_start_and_turn_end_write_are_cli_options(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from replay.cli import main, sample_logs_dir
+
+    db = str(tmp_path / "s.duckdb")
+    r = CliRunner().invoke(main, ["ingest", str(sample_logs_dir()), "--db", db, "-q"])
+    assert r.exit_code == 0, r.output
+    writes = {}
+    for flags in ([], ["--warm-start", "cold"], ["--turn-end-write", "none"]):
+        r = CliRunner().invoke(main, ["validate", "--db", db, "--json", "--observed-evictions", "none", *flags])
+        assert r.exit_code == 0, r.output
+        writes[" ".join(flags)] = json.loads(r.output)["overall"]["simulated"]["cache_write"]
+    # a cold start writes the system prefix the log says was warm; without turn-end writes more is rewritten
+    assert writes["--warm-start cold"] > writes[""]
+    assert writes["--turn-end-write none"] != writes[""]

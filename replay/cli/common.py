@@ -139,6 +139,12 @@ def max_risk_option(help: str):
     return click.option("--max-risk", "max_risk", multiple=True, metavar="FIGURE=VALUE", help=help)
 
 
+def _to_meta(ctx: click.Context, param: click.Parameter, value):
+    # cache settings that commands pass through untouched: kept off their signatures
+    ctx.meta[f"cache.{param.name}"] = value
+    return value
+
+
 def cache_options(f):
     """Cache-model and price options shared by replay, validate and friends."""
     opts = [
@@ -148,7 +154,16 @@ def cache_options(f):
                      default="claude-code", show_default=True,
                      help="Cache breakpoint placement (claude-code: after system+tools and at the last message)."),
         click.option("--observed-evictions", type=click.Choice(["log", "none"]), default="log", show_default=True,
-                     help="Replay cache misses the log records but the model cannot explain."),
+                     help="log: the calibrated variant (replay the cache evictions and writes the log records "
+                     "but the model cannot explain); none: the model-only variant."),
+        click.option("--warm-start", type=click.Choice(["log", "cold"]), default="log", show_default=True,
+                     expose_value=False, callback=_to_meta,
+                     help="log: a stream's system prefix is warm where the log shows a read of it (cached by "
+                     "another session); cold: every stream starts with an empty cache."),
+        click.option("--turn-end-write", type=click.Choice(["always", "none"]), default="always",
+                     show_default=True, expose_value=False, callback=_to_meta,
+                     help="Model Claude Code's unlogged turn-end request, which caches the conversation when a "
+                     "turn ends in assistant text (docs/replay-model.md); none: off."),
         click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      default=None, help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/"
                      "cache_write_1h/cache_read/output in $/Mtok)."),
@@ -167,7 +182,11 @@ def make_options(ttl, breakpoints, observed_evictions, prices_file, price_date, 
 
     date = price_date or DEFAULT_PRICE_DATE
     prices = PriceTable.from_toml(prices_file, date) if prices_file else PriceTable(date)
-    return ReplayOptions(CacheConfig(ttl=ttl, breakpoints=breakpoints, observed_evictions=observed_evictions),
+    meta = click.get_current_context(silent=True)
+    meta = meta.meta if meta is not None else {}
+    return ReplayOptions(CacheConfig(ttl=ttl, breakpoints=breakpoints, observed_evictions=observed_evictions,
+                                     warm_start=meta.get("cache.warm_start", "log"),
+                                     turn_end_write=meta.get("cache.turn_end_write", "always")),
                          prices, detail)
 
 
