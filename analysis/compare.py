@@ -4,14 +4,24 @@ Read-only over the DuckDB file. The baseline of a run is the latest finished `no
 the same dataset with the same cache-model and price settings; the baseline's own fidelity
 (simulated vs recorded cost, on sessions whose log records usage) is reported with it,
 because every saving is measured against it.
+
+Each saving carries a 95% paired bootstrap interval over sessions and a ``distinguishable``
+flag (method: ``analysis.intervals``). Runs of the same policy, parameters and cache
+settings under both cache-model variants -- ``calibrated`` (``observed_evictions="log"``,
+the default) and ``model_only`` (``"none"``) -- are paired in ``variants`` so a reader sees
+how much of a saving rests on the calibration from the log. The rows are strict JSON
+(no NaN or infinity: missing values are null).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pandas as pd
+
+from . import intervals as iv
 
 SUM_FIGURES = ("requests", "input_total", "uncached", "cache_read", "cache_write_5m", "cache_write_1h", "output",
                "cost", "busts", "bust_tokens", "tokens_delivered", "context_tokens", "hints", "dangling_refs",
@@ -90,18 +100,25 @@ def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
         keys = con.execute(
             "SELECT session_key FROM requests r JOIN sessions s USING (session_key) WHERE s.dataset = ? "
             "GROUP BY session_key HAVING bool_or(has_usage)", [key[0]]).fetchall()
-        sim = con.execute(
-            "SELECT sum(cost) FROM run_sessions WHERE run_id = ? AND session_key IN (SELECT unnest(?))",
-            [b["run_id"], [k[0] for k in keys]]).fetchone()[0] or 0.0
+        sim, sim_input = con.execute(
+            "SELECT sum(cost), sum(input_total) FROM run_sessions WHERE run_id = ? AND session_key IN (SELECT unnest(?))",
+            [b["run_id"], [k[0] for k in keys]]).fetchone()
+        sim, sim_input = sim or 0.0, sim_input or 0.0
         fidelity[key] = {"recorded_cost": rec["cost"], "baseline_cost": sim,
-                         "cost_rel_error": (sim - rec["cost"]) / rec["cost"] if rec["cost"] else None}
+                         "cost_rel_error": (sim - rec["cost"]) / rec["cost"] if rec["cost"] else None,
+                         "recorded_input_total": rec["input_total"], "baseline_input_total": sim_input,
+                         "input_rel_error": ((sim_input - rec["input_total"]) / rec["input_total"]
+                                             if rec["input_total"] else None)}
     per_agent = agent_totals(con, dataset)
     for r in df.itertuples(index=False):
         d = r._asdict()
         key = (r.dataset, r.cache_config, r.prices)
         base = baselines.get(key)
+        cache_config = json.loads(r.cache_config)
         row = {
-            "run_id": r.run_id, "sweep_id": r.sweep_id, "policy": r.policy, "params": json.loads(r.params),
+            "run_id": r.run_id, "sweep_id": r.sweep_id if isinstance(r.sweep_id, str) else None, "policy": r.policy,
+            "params": json.loads(r.params), "cache_config": cache_config, "variant": variant_of(cache_config),
+            "prices": json.loads(r.prices),
             "dataset": r.dataset, "sessions": int(r.sessions), "git_sha": r.git_sha,
             "started_at": r.started_at.isoformat(),
             "figures": {f: _num(d[f]) for f in (*SUM_FIGURES, "cache_write", "hit_rate", "mean_hint_distance")},
@@ -124,7 +141,109 @@ def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
                 "cost": _pct(base["cost"] - d["cost"], base["cost"]),
             }
         rows.append(row)
-    return rows
+    add_intervals(con, rows)
+    add_variants(rows)
+    return [strict(r) for r in rows]
+
+
+VARIANTS = {"log": "calibrated", "none": "model_only"}
+
+
+def variant_of(cache_config: dict) -> str:
+    """``calibrated`` (observed evictions replayed from the log) or ``model_only`` (not)."""
+    v = cache_config.get("observed_evictions", "log")
+    return VARIANTS.get(v, str(v))
+
+
+def fidelity_thresholds(fid: dict | None) -> dict[str, float]:
+    """Per figure, the baseline's own error against the recorded usage (0 if unknown): the
+    cost error for cost, the input-total error for the token figures."""
+    fid = fid or {}
+    cost = abs(fid.get("cost_rel_error") or 0.0)
+    tokens = abs(fid.get("input_rel_error") or 0.0)
+    return {"cost": cost, "context_tokens": tokens, "tokens_delivered": tokens}
+
+
+def add_intervals(con, rows: list[dict], **kw) -> None:
+    """Give every row with a baseline ``interval`` (figure -> {low, high}, same units as
+    ``saved_pct``), ``distinguishable`` (figure -> bool), ``fidelity_threshold`` and ``bootstrap``."""
+    pairs = {r["run_id"]: r["baseline_run"] for r in rows if r.get("baseline_run") and r.get("saved_pct")}
+    got = iv.saving_intervals(con, pairs, **kw)
+    meta = {"method": "paired percentile bootstrap over sessions", "resamples": kw.get("n_resamples", iv.N_RESAMPLES),
+            "level": kw.get("level", iv.LEVEL), "seed": kw.get("seed", iv.SEED)}
+    for r in rows:
+        if r["run_id"] not in pairs:
+            continue
+        ints = got.get(r["run_id"], {})
+        thr = fidelity_thresholds(r.get("baseline_fidelity"))
+        r["interval"] = {f: ints.get(f) for f in iv.FIGURES}
+        r["distinguishable"] = {f: iv.distinguishable(r["saved_pct"].get(f), ints.get(f), thr[f]) for f in iv.FIGURES}
+        r["fidelity_threshold"] = thr
+        r["bootstrap"] = meta
+
+
+def configuration_key(r: dict, *, variant: bool = True) -> tuple:
+    """What makes two runs the same configuration: dataset, policy, parameters, prices and the
+    cache-model settings (``CacheConfig`` fields only: a sweep's bookkeeping is not a setting),
+    with or without the variant (``observed_evictions``)."""
+    import dataclasses
+
+    from replay.model.cache import CacheConfig
+
+    fields = {f.name for f in dataclasses.fields(CacheConfig)} - ({"observed_evictions"} if not variant else set())
+    cache = {k: v for k, v in r["cache_config"].items() if k in fields}
+    return (r["dataset"], r["policy"], json.dumps(r["params"], sort_keys=True), json.dumps(cache, sort_keys=True),
+            json.dumps(r["prices"], sort_keys=True))
+
+
+def _variant_key(r: dict) -> tuple:
+    return configuration_key(r, variant=False)
+
+
+def add_variants(rows: list[dict]) -> None:
+    """Pair runs of the same policy, parameters, dataset, prices and cache settings that differ
+    only in the cache-model variant: each such row gets ``variants`` (variant -> the latest run's
+    saving, interval and distinguishable flag) and ``calibrated_minus_model_only`` (points of
+    saving that rest on the calibration; positive = the calibrated variant saves more)."""
+    latest: dict[tuple, dict[str, dict]] = {}
+    for r in rows:  # rows are in start order: later runs replace earlier ones
+        latest.setdefault(_variant_key(r), {})[r["variant"]] = r
+    for r in rows:
+        found = latest[_variant_key(r)]
+        if len(found) < 2:
+            continue
+        r["variants"] = {v: {"run_id": x["run_id"], "baseline_run": x.get("baseline_run"),
+                             "saved_pct": x.get("saved_pct"), "saved_usd": (-x["delta"]["cost"] if x.get("delta")
+                                                                           else None),
+                             "interval": x.get("interval"), "distinguishable": x.get("distinguishable"),
+                             "baseline_fidelity": x.get("baseline_fidelity")}
+                         for v, x in sorted(found.items())}
+        cal, mo = found.get("calibrated"), found.get("model_only")
+        if cal and mo and cal.get("saved_pct") and mo.get("saved_pct"):
+            r["calibrated_minus_model_only"] = {
+                f: (cal["saved_pct"][f] - mo["saved_pct"][f]
+                    if cal["saved_pct"].get(f) is not None and mo["saved_pct"].get(f) is not None else None)
+                for f in iv.FIGURES}
+
+
+def strict(o):
+    """``o`` with every NaN/infinite float (and pandas NA) replaced by None: strict JSON."""
+    if isinstance(o, dict):
+        return {k: strict(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [strict(v) for v in o]
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if o is None or isinstance(o, (str, bool, int)):
+        return o
+    try:
+        if pd.isna(o):
+            return None
+    except (TypeError, ValueError):
+        pass
+    if hasattr(o, "item"):  # numpy scalars
+        return strict(o.item())
+    return o
 
 
 def _num(v):

@@ -39,20 +39,94 @@ def save(fig, out_dir: Path, name: str) -> dict[str, Path]:
     return paths
 
 
-def leaderboard(lb: pd.DataFrame):
-    """Cost and context tokens saved vs the baseline, one bar pair per policy at its defaults."""
-    d = lb[lb["policy"] != "noop"].sort_values("cost_saved_pct")
-    fig, ax = plt.subplots(figsize=(8, 0.5 * max(3, len(d)) + 1.2))
+def _bars(ax, d: pd.DataFrame, intervals: dict | None) -> None:
     y = np.arange(len(d))
-    ax.barh(y - 0.2, 100 * d["cost_saved_pct"], height=0.4, color=PALETTE[0], label="cost saved")
-    ax.barh(y + 0.2, 100 * d["context_saved_pct"], height=0.4, color=PALETTE[1], label="context tokens saved")
-    ax.set_yticks(y, [f"{p}{' (rewrites history)' if p in RETRO else ''}" for p in d["policy"]])
+    cost = 100 * d["cost_saved_pct"].to_numpy(dtype=float)
+    ctx = 100 * d["context_saved_pct"].to_numpy(dtype=float)
+    err = None
+    if intervals:
+        lo = [100 * ((intervals.get(r) or {}).get("low", np.nan)) for r in d["run_id"]]
+        hi = [100 * ((intervals.get(r) or {}).get("high", np.nan)) for r in d["run_id"]]
+        err = np.array([np.nan_to_num(cost - np.array(lo, dtype=float)), np.nan_to_num(np.array(hi, dtype=float) - cost)])
+        err = np.clip(err, 0, None)
+    ax.barh(y - 0.2, cost, height=0.4, color=PALETTE[0], label="cost saved" + (" (95% interval)" if err is not None
+                                                                               else ""),
+            xerr=err, error_kw={"elinewidth": 0.9, "capsize": 2, "ecolor": "#333333"})
+    ax.barh(y + 0.2, ctx, height=0.4, color=PALETTE[1], label="context tokens saved")
+    ax.set_yticks(y, [f"{p}{' (rewrites history)' if p in RETRO else ''}\ncost {c:+.2f}%, context {x:+.2f}%, "
+                      f"{int(b)} busts" for p, c, x, b in zip(d["policy"], cost, ctx, d["busts"])], fontsize=8)
     ax.axvline(0, color="black", lw=0.8)
-    for yi, (_, r) in zip(y, d.iterrows()):
-        ax.annotate(f"{int(r['busts'])} busts", (max(0, 100 * r["cost_saved_pct"]), yi - 0.2), fontsize=7,
-                    xytext=(4, -3), textcoords="offset points")
-    _style(ax, "Policies at their sources' defaults vs the no-op baseline", "saved vs baseline (%)", "")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+
+
+def leaderboard(lb: pd.DataFrame, intervals: dict | None = None):
+    """Cost and context tokens saved vs the baseline, one bar pair per policy at its defaults.
+
+    Policies that save and policies that cost more are drawn in separate panels, each on its
+    own scale, so a +0.1% saving stays visible beside a -200% loss; every bar is labelled with
+    its value. ``intervals`` (run_id -> {low, high} of the cost saving) adds error bars."""
+    d = lb[lb["policy"] != "noop"].sort_values("cost_saved_pct")
+    gain, loss = d[d["cost_saved_pct"] > 0], d[d["cost_saved_pct"] <= 0]
+    panels = [(g, t) for g, t in ((gain, "policies that save"), (loss, "policies that save nothing or cost more"))
+              if not g.empty] or [(d, "")]
+    heights = [max(2, len(g)) for g, _ in panels]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 0.55 * sum(heights) + 1.2 * len(panels)),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    for ax, (g, title) in zip(axes[:, 0], panels):
+        _bars(ax, g, intervals)
+        _style(ax, title, "saved vs baseline (%)", "")
+    axes[0, 0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    fig.suptitle("Policies at their sources' defaults vs the no-op baseline (calibrated cache model)", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def answer(ranked: list[dict], band: float | None = None, band_model_only: float | None = None,
+           unit: str = "cost"):
+    """The best configurations' saving with 95% intervals, calibrated (filled) and model only
+    (hollow), against the baseline's own fidelity band. The axis fits the configurations that
+    save; values beyond it (a loss far larger than the savings shown) are clipped at the edge
+    and printed."""
+    d = list(reversed(ranked))
+    fig, ax = plt.subplots(figsize=(9, 0.55 * max(3, len(d)) + 1.4))
+    shown = [r for r in d if (r["saved_pct"] or 0) > 0] or d  # losers do not set the scale when others save
+    pts = [100 * v for r in shown for v in (r["saved_pct"], (r["interval"] or {}).get("low"),
+                                            (r["interval"] or {}).get("high")) if v is not None]
+    lo, hi = min(pts + [0.0, -100 * (band or 0)]), max(pts + [0.0, 100 * (band or 0)])
+    pad = 0.12 * max(hi - lo, 0.5)
+    lo_lim, hi_lim = lo - pad, hi + 2.5 * pad  # room on the right for the printed values
+    if band:
+        ax.axvspan(-100 * band, 100 * band, color="#999999", alpha=0.25, lw=0,
+                   label=f"baseline fidelity error, calibrated (±{100 * band:.2f}%)")
+    if band_model_only:
+        edges = [x for x in (-100 * band_model_only, 100 * band_model_only) if lo_lim < x < hi_lim]
+        for k, x in enumerate(edges):
+            ax.axvline(x, color="#777777", ls=":", lw=1.2, label=None if k else
+                       f"baseline fidelity error, model only (±{100 * band_model_only:.2f}%)")
+    for i, r in enumerate(d):
+        for off, v, colour, marker, face in ((0.17, r, PALETTE[0], "o", PALETTE[0]),
+                                             (-0.17, r.get("model_only"), PALETTE[3], "s", "white")):
+            if not v or v.get("saved_pct") is None:
+                continue
+            x = 100 * v["saved_pct"]
+            iv = v.get("interval") or {"low": v["saved_pct"], "high": v["saved_pct"]}
+            a, b = 100 * iv["low"], 100 * iv["high"]
+            ax.plot([min(max(a, lo_lim), hi_lim), max(min(b, hi_lim), lo_lim)], [i + off] * 2, color=colour, lw=1.6)
+            ax.plot([min(max(x, lo_lim), hi_lim)], [i + off], ls="", ms=6, color=colour, marker=marker, mfc=face)
+            text = f"{x:+.2f}%" + ("" if v.get("distinguishable") else " n.d.")
+            if x < lo_lim or x > hi_lim:
+                text += " (off scale)"
+            ax.annotate(text, (min(max(b, lo_lim), hi_lim), i + off), fontsize=7, xytext=(4, 0),
+                        textcoords="offset points", ha="left", va="center", color=colour)
+    ax.plot([], [], ls="", marker="o", color=PALETTE[0], label="calibrated (95% interval)")
+    ax.plot([], [], ls="", marker="s", color=PALETTE[3], mfc="white", label="model only (95% interval)")
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlim(lo_lim, hi_lim)
+    ax.set_ylim(-0.6, len(d) - 0.4)
+    ax.set_yticks(range(len(d)), [r["name"] for r in d], fontsize=8)
+    what = "cost" if unit == "cost" else "context tokens"
+    _style(ax, f"Best configurations: {what} saved vs the no-op baseline (n.d. = not distinguishable)",
+           f"{what} saved vs baseline (%)", "")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
@@ -68,7 +142,8 @@ def pareto(m: pd.DataFrame, front: pd.DataFrame, risk: str = "risk"):
     ax.axhline(0, color="grey", lw=0.8)
     _style(ax, "Cost saved vs risk, every run", "risk (dangling + stale refs + trimmed then re-read)",
            "cost saved vs baseline ($)")
-    ax.legend(fontsize=7, loc="best")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="best")
     return fig
 
 

@@ -2,7 +2,13 @@
 ``report.md`` (plots as files under ``img/``) written from the runs in a DuckDB file.
 
 Every number comes from ``analysis.compare.compare`` (the same rows `ctxreplay compare --json`
-prints) or from ``replay.experiments.validate`` (the same report `ctxreplay validate --json` prints).
+prints, with their bootstrap intervals), ``analysis.answer`` (the recommendation) or from
+``replay.experiments.validate`` (the same report `ctxreplay validate --json` prints).
+
+The report leads with the answer: the recommendation (or "no policy beats the baseline on
+these logs") with units, intervals and the runner-up's differing setting, and one chart;
+then each configuration's saving under both cache-model variants; then the baseline's
+fidelity (calibrated and model only side by side); then the detail.
 """
 
 from __future__ import annotations
@@ -20,12 +26,11 @@ from typing import Any
 
 import pandas as pd
 
+from . import intervals as iv
 from . import plots, tables
+from . import report_md as sections
+from .answer import answer
 from .compare import compare
-
-
-def _pct(v) -> str:
-    return "-" if v is None or pd.isna(v) else f"{100 * v:+.2f}%"
 
 
 def _num(v, nd=0) -> str:
@@ -77,29 +82,38 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         df = tables.runs(con, dataset)
         fid = validate(con, dataset, ReplayOptions())
         tb = tables.tool_breakdown(con, dataset)
+        ans = answer(con, rows, objective, max_risk)
     finally:
         con.close()
     if not rows:
         raise ValueError(f"no finished runs for dataset {dataset!r}; run `ctxreplay replay` first")
     m = tables.with_baseline(df)
+    mc = tables.calibrated(m)
     figures: list[tuple[str, str, Path]] = []  # (section, caption, png)
 
     def add(section: str, caption: str, fig, name: str) -> None:
         paths = plots.save(fig, img, name)
         figures.append((section, caption, paths["png"]))
 
+    bands = _fidelity_bands(rows)
+    if ans.get("ranked"):
+        add("answer", "The best configurations' saving against the no-op baseline with 95% intervals, calibrated and "
+            "model only; the grey band is the baseline's own error against the recorded bill",
+            plots.answer(ans["ranked"][:8], bands.get("calibrated"), bands.get("model_only"), ans["figure"]), "answer")
     plot_worst(fid, img / "fidelity.png")
-    figures.append(("fidelity", "Simulated (no-op) vs recorded cache reads per request, worst sessions by cost "
-                    "error", img / "fidelity.png"))
+    figures.append(("fidelity", "Simulated (no-op, calibrated) vs recorded cache reads per request, worst sessions by "
+                    "cost error", img / "fidelity.png"))
     lb = tables.defaults_leaderboard(m)
     if not lb.empty and (lb["policy"] != "noop").any():
-        add("leaderboard", "Savings of each policy at its source's defaults", plots.leaderboard(lb), "leaderboard")
-    front = tables.pareto_front(m[m["policy"] != "noop"])
-    add("pareto", "Every run: cost saved against risk; the line is the Pareto frontier", plots.pareto(m, front),
-        "pareto")
-    sweeps = [s for s in m["sweep_id"].dropna().unique()]
+        ints = {r["run_id"]: (r.get("interval") or {}).get("cost") for r in rows}
+        add("leaderboard", "Savings of each policy at its source's defaults (calibrated; policies that save and "
+            "policies that cost more on separate scales)", plots.leaderboard(lb, ints), "leaderboard")
+    front = tables.pareto_front(mc[mc["policy"] != "noop"])
+    add("pareto", "Every calibrated run: cost saved against risk; the line is the Pareto frontier",
+        plots.pareto(mc, front), "pareto")
+    sweeps = [s for s in mc["sweep_id"].dropna().unique()]
     for sid in sweeps:
-        t = tables.sweep_table(m, sid)
+        t = tables.sweep_table(mc, sid)
         var = tables.varying_columns(t)
         name = f"sweep-{sid}"
         title = f"Sweep {sid}: {t['policy'].iloc[0]}"
@@ -108,67 +122,32 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
                 plots.sweep_heatmap(t, var[0], var[1], title=title), name)
         elif len(var) == 1:
             add("sweeps", f"{title}: savings by {var[0]}", plots.sweep_line(t, var[0], title=title), name)
-    study = tables.cache_hit_study(df)
+    study = tables.cache_hit_study(tables.calibrated(df))
     if not study.empty:
-        add("cache", "Saving under other cache prices", plots.cache_hit_study(study), "cache-prices")
+        add("cache", "Saving under other cache prices (calibrated runs)", plots.cache_hit_study(study), "cache-prices")
     if not tb.empty:
         add("tools", "Tool result tokens and byte-identical repeats per tool", plots.tool_breakdown(tb), "tools")
-    rec = tables.recommend(df, objective, max_risk)
 
-    # ---- markdown ------------------------------------------------------------------------
-    o = fid["overall"]
-    e = o["rel_error"]
+    # ---- markdown: the answer first, then both variants, fidelity, detail ------------------
     gen = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     md: list[str] = [f"# ctxreplay policy report: {dataset}", ""]
+    md += sections.recommendation(ans, max_risk, bands, _img_md("answer", figures))
+    md += sections.both_variants(rows)
+    md += sections.fidelity(fid, _img_md("fidelity", figures))
     md += ["## Dataset", "",
            "| sessions | streams | requests | blocks | compactions | agents | tool results | recorded input tokens |"
            " recorded output tokens |", "|---|---|---|---|---|---|---|---|---|",
            f"| {overview['sessions']} | {overview['streams']} | {overview['requests']} | {overview['blocks']} | "
            f"{overview['compactions']} | {overview['agents']} | {overview['tool_results']} | "
            f"{_num(overview['recorded_input_tokens'])} | {_num(overview['recorded_output'])} |", ""]
-    md += ["## Baseline fidelity", "",
-           "The no-op replay against the usage the logs recorded (`ctxreplay validate`); every saving below is "
-           "measured against this baseline.", "",
-           "| figure | recorded | simulated | error |", "|---|---|---|---|"]
-    for f in ("input_total", "cache_read", "cache_write", "cost"):
-        nd = 2 if f == "cost" else 0
-        md.append(f"| {f} | {_num(o['recorded'][f], nd)} | {_num(o['simulated'][f], nd)} | {_pct(e[f])} |")
-    md += ["", f"{o['sessions_within_targets']} of {o['sessions']} sessions within the targets (input 1%, reads 1%, "
-           f"writes 5%, cost 2%); {o['sessions_without_usage']} session(s) without recorded input usage.", "",
-           _img_md("fidelity", figures), ""]
-    md += ["## Leaderboard", "",
-           "Every finished run, with deltas against its no-op baseline (same dataset, cache and price settings). "
-           "Hit rate = reads / (reads + writes + uncached).", "",
-           "| run | policy | parameters | cost $ | cost saved | context tokens | context saved | tokens delivered |"
-           " hit rate | busts | rewritten tokens | hints | dangling | stale | trimmed, re-read |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(rows, key=lambda r: r["figures"]["cost"]):
-        f = r["figures"]
-        s = r.get("saved_pct") or {}
-        md.append(
-            f"| {r['run_id']} | {r['policy']} | {_params(tables.non_default(r['policy'], r['params']))} | {_num(f['cost'], 2)} | {_pct(s.get('cost'))} | "
-            f"{_num(f['context_tokens'])} | {_pct(s.get('context_tokens'))} | {_num(f['tokens_delivered'])} | "
-            f"{_pct(f['hit_rate']).lstrip('+')} | {_num(f['busts'])} | {_num(f['bust_tokens'])} | {_num(f['hints'])} | "
-            f"{_num(f['dangling_refs'])} | {_num(f['stale_refs'])} | {_num(f['trimmed_reread'])} |")
-    md += ["", _img_md("leaderboard", figures), ""]
-    agents = sorted({a for r in rows for a in r.get("by_agent", {})})
-    if agents:
-        md += ["## Per agent", "", "Cost saved vs the baseline, per agent that wrote the logs (runs outside sweeps).",
-               "", "| run | policy | " + " | ".join(f"{a} cost $ | {a} saved" for a in agents) + " |",
-               "|---|---|" + "---|---|" * len(agents)]
-        for r in sorted((r for r in rows if not r["sweep_id"]), key=lambda r: r["policy"]):
-            cells = []
-            for a in agents:
-                fa = r["by_agent"].get(a)
-                cells += [_num(fa["cost"], 2) if fa else "-", _pct(fa.get("cost_saved_pct")) if fa else "-"]
-            md.append(f"| {r['run_id']} | {r['policy']} | " + " | ".join(cells) + " |")
-        md.append("")
+    md += sections.leaderboard(rows, _img_md("leaderboard", figures))
+    md += sections.per_agent(rows)
     md += ["## Cost saved vs risk", "", _img_md("pareto", figures), ""]
     if sweeps:
         md += ["## Sweeps", ""]
         for sid in sweeps:
-            n = int((m["sweep_id"] == sid).sum())
-            md.append(f"Sweep `{sid}`: {n} configurations.")
+            n = int(((m["sweep_id"] == sid) & (m["policy"] != "noop")).sum())
+            md.append(f"Sweep `{sid}`: {n} runs (the charts show the calibrated variant; capacity 0 = unbounded).")
         md += ["", _img_md("sweeps", figures), ""]
     if not study.empty:
         md += ["## Cost vs cache prices", "",
@@ -180,49 +159,32 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     for r in tb.head(15).itertuples(index=False):
         md.append(f"| {r.tool} | {r.kind} | {r.results} | {_num(r.tokens)} | {r.repeats} | {_num(r.repeat_tokens)} |")
     md += ["", _img_md("tools", figures), ""]
-    md += ["## Risk", "", "| run | policy | busts | rewritten tokens | dangling refs | stale refs | trimmed, re-read |"
-           " mean hint distance (turns) |", "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        f = r["figures"]
-        if r["policy"] == "noop":
-            continue
-        md.append(f"| {r['run_id']} | {r['policy']} | {_num(f['busts'])} | {_num(f['bust_tokens'])} | "
-                  f"{_num(f['dangling_refs'])} | {_num(f['stale_refs'])} | {_num(f['trimmed_reread'])} | "
-                  f"{_num(f['mean_hint_distance'], 1)} |")
-    md += ["", "## Recommendation", "",
-           f"Objective: minimize **{rec.get('figure', objective)}**; risk limit: "
-           + ", ".join(f"{k} <= {v:g}" for k, v in max_risk.items()) + "."]
-    if rec["best"]:
-        b = rec["best"]
-        fig = rec["figure"]
-        md += ["", f"Recommended: **{b['label']}** (run `{b['run_id']}`, TTL {b['ttl']}), "
-               f"{fig} {_num(b[fig], 2)}."]
-        if "margin_over_runner_up" in rec:
-            md.append(f"Margin over the runner-up ({rec['runner_up']['label']}, run `{rec['runner_up']['run_id']}`): "
-                      f"{_num(rec['margin_over_runner_up'], 2)}.")
-        if "margin_over_baseline" in rec:
-            md.append(f"Margin over the no-op baseline: {_num(rec['margin_over_baseline'], 2)}.")
-        if "margin_over_source_default" in rec:
-            md.append(f"Margin over the best policy at its source's defaults ({rec['best_source_default']['label']}): "
-                      f"{_num(rec['margin_over_source_default'], 2)}.")
-    else:
-        md += ["", "No run meets the risk limit."]
+    md += sections.risk(rows)
     prices = json.loads(df["prices"].iloc[0]) if not df.empty else {}
-    md += ["", "## Reproducibility", "",
+    md += ["## Reproducibility", "",
            f"- dataset `{dataset}`, key fingerprint `{ds_meta[0]}`, token counter {ds_meta[1]}",
            f"- ctxreplay {__version__}, git `{git_sha()}`, generated {gen}",
            f"- prices: {prices.get('library', library_version())} at {prices.get('price_date', '?')}"
            + (f", overrides from {prices['override_file']}" if prices.get("override_file") else ""),
            f"- cache model of the baseline: `{json.dumps(fid['cache_config'])}`",
+           f"- intervals: paired percentile bootstrap over sessions, {iv.N_RESAMPLES:,} resamples, seed {iv.SEED}, "
+           "95% (`analysis/intervals.py`)",
            f"- runs: {len(rows)} ({', '.join(sorted({r['policy'] for r in rows}))}); regenerate with "
-           f"`ctxreplay report --db {db.name} --dataset {dataset} --out {out_dir}`", ""]
+           f"`ctxreplay report --db {db} --dataset {dataset} --out {out_dir}`", ""]
     (stage / "report.md").write_text("\n".join(md))
     (stage / "index.html").write_text(_html(md, figures, stage, dataset))
-    return {"out": str(out_dir), "runs": len(rows), "figures": len(figures), "recommendation": rec}
+    rec = tables.recommend(df, objective, max_risk)
+    return {"out": str(out_dir), "runs": len(rows), "figures": len(figures), "recommendation": rec, "answer": ans}
 
 
-def _params(p: dict) -> str:
-    return "defaults" if not p else ", ".join(f"{k}={v}" for k, v in p.items())[:60].replace("|", "/")
+def _fidelity_bands(rows: list[dict]) -> dict[str, float | None]:
+    """|cost error| of the latest calibrated and model-only baselines (log TTL where there is one)."""
+    out: dict[str, float | None] = {}
+    for r in sorted(rows, key=lambda r: r["cache_config"].get("ttl") == "log"):
+        if r["policy"] == "noop" and r["baseline_run"] == r["run_id"] and r.get("baseline_fidelity"):
+            e = r["baseline_fidelity"].get("cost_rel_error")
+            out[r["variant"]] = None if e is None else abs(e)
+    return out
 
 
 def _img_md(section: str, figures) -> str:

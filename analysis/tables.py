@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .compare import run_totals
+from .compare import variant_of as variant
 
 RISK_FIGURES = ("dangling_refs", "stale_refs", "trimmed_reread", "busts")
 
@@ -80,11 +81,34 @@ def non_default(policy: str, params: dict) -> dict:
     return out
 
 
+# parameter values that read better as words (the policy's own docstring defines them)
+VALUE_NAMES = {("devboy_lru", "capacity"): {0: "unbounded", None: "unbounded"}}
+
+
+def show_value(policy: str, key: str, value) -> str:
+    """A parameter value as the report prints it (e.g. devboy_lru capacity 0 -> unbounded)."""
+    names = VALUE_NAMES.get((policy, key), {})
+    try:
+        if value in names:
+            return names[value]
+    except TypeError:  # unhashable (lists)
+        pass
+    return str(value)
+
+
 def label(policy: str, params: dict) -> str:
     nd = non_default(policy, params)
     if not nd:
         return f"{policy} (defaults)" if policy != "noop" else policy
-    return f"{policy} ({', '.join(f'{k}={v}' for k, v in nd.items())})"
+    return f"{policy} ({', '.join(f'{k}={show_value(policy, k, v)}' for k, v in nd.items())})"
+
+
+def calibrated(df: pd.DataFrame) -> pd.DataFrame:
+    """The runs of the calibrated variant (all runs if the frame has none of them)."""
+    if df.empty or "cache_dict" not in df:
+        return df
+    mask = df["cache_dict"].map(variant) == "calibrated"
+    return df[mask] if mask.any() else df
 
 
 def with_baseline(df: pd.DataFrame) -> pd.DataFrame:
@@ -103,12 +127,13 @@ def with_baseline(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def defaults_leaderboard(df: pd.DataFrame) -> pd.DataFrame:
-    """The latest run of each policy at its source defaults (empty params dict or all defaults)."""
+    """The latest calibrated-variant run of each policy at its source defaults and the log's TTL."""
     from replay.policies import REGISTRY, build
 
     if df.empty:
         return df
     rows = []
+    df = calibrated(df)
     for policy, g in df[df["sweep_id"].isna()].groupby("policy"):
         if policy not in REGISTRY or policy == "pipeline":
             continue
@@ -216,12 +241,14 @@ def kind_breakdown(con, dataset: str) -> pd.DataFrame:
 
 
 def recommend(df: pd.DataFrame, objective: str = "cost", max_risk: dict[str, float] | None = None) -> dict[str, Any]:
-    """Best configuration under a risk limit, with its margin over the runner-up and the sources' defaults."""
+    """Best configuration under a risk limit, with its margin over the runner-up and the sources' defaults
+    (calibrated-variant runs; point figures only -- ``analysis.answer`` adds the intervals)."""
     max_risk = {"stale_refs": 0, "dangling_refs": 0} if max_risk is None else max_risk
     m = with_baseline(df)
     if m.empty:
         return {"objective": objective, "max_risk": max_risk, "best": None}
     fig = "cost" if objective == "cost" else "context_tokens"
+    m = calibrated(m)
     cand = m[m["policy"] != "noop"]
     for k, v in max_risk.items():
         cand = cand[cand[k] <= v]

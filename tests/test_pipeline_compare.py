@@ -67,7 +67,14 @@ def test_pipeline_errors():
         build("pipeline", {"step": []})
 
 
-def test_compare_json_has_baseline_deltas_and_fidelity(tmp_path):
+def _strict_json(text: str):
+    def refuse(c):
+        raise ValueError(f"not strict JSON: {c}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_compare_json_has_baseline_deltas_fidelity_intervals_and_both_variants(tmp_path):
     from pathlib import Path
 
     from replay.store.load import ingest
@@ -79,17 +86,34 @@ def test_compare_json_has_baseline_deltas_and_fidelity(tmp_path):
     cfg = tmp_path / "p.toml"
     cfg.write_text('policy = "pipeline"\n[[params.steps]]\npolicy = "noop"\n')
     for args in (["--policy", "noop"], ["--config", str(cfg)]):
-        r = runner.invoke(main, ["replay", "--db", str(db), *args])
+        r = runner.invoke(main, ["replay", "--db", str(db), *args])  # default: both variants
         assert r.exit_code == 0, r.output
+        assert "calibrated" in r.output and "model-only" in r.output
     r = runner.invoke(main, ["compare", "--db", str(db), "--json"])
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.output)
-    assert [x["policy"] for x in rows] == ["noop", "pipeline"]
-    base, pipe = rows
-    assert pipe["baseline_run"] == base["run_id"]
+    rows = _strict_json(r.output)
+    assert "NaN" not in r.output
+    assert [(x["policy"], x["variant"]) for x in rows] == [
+        ("noop", "calibrated"), ("noop", "model_only"), ("pipeline", "calibrated"), ("pipeline", "model_only")]
+    assert all(x["sweep_id"] is None for x in rows)
+    base, base_mo, pipe, pipe_mo = rows
+    assert pipe["baseline_run"] == base["run_id"] and pipe_mo["baseline_run"] == base_mo["run_id"]
     assert pipe["delta"]["cost"] == pytest.approx(0.0, abs=1e-9)
     assert base["baseline_fidelity"]["cost_rel_error"] == pytest.approx(
         (base["figures"]["cost"] - base["baseline_fidelity"]["recorded_cost"]) / base["baseline_fidelity"]["recorded_cost"])
+    # a policy that changes nothing: interval [0, 0], not distinguishable, in every figure
+    for row in (pipe, pipe_mo):
+        for f in ("cost", "context_tokens", "tokens_delivered"):
+            assert row["interval"][f] == {"low": 0.0, "high": 0.0}
+            assert row["distinguishable"][f] is False
+        assert row["bootstrap"]["resamples"] >= 2000
+    # both variants side by side on every row of the configuration
+    assert set(pipe["variants"]) == {"calibrated", "model_only"}
+    assert pipe["variants"]["model_only"]["run_id"] == pipe_mo["run_id"]
+    assert pipe["calibrated_minus_model_only"]["cost"] == pytest.approx(0.0, abs=1e-12)
+    assert base_mo["baseline_fidelity"]["cost_rel_error"] != base["baseline_fidelity"]["cost_rel_error"]
+    text = runner.invoke(main, ["compare", "--db", str(db)]).output
+    assert "[+0.00, +0.00] n.d." in text and "Cost saved under both cache-model variants" in text
     bad = tmp_path / "bad.toml"
     bad.write_text('policy = "noop"\nparamz = {}\n')
     r = runner.invoke(main, ["replay", "--db", str(db), "--config", str(bad)])

@@ -26,10 +26,66 @@ def test_report_files_and_offline_html(demo):
     assert not re.search(r"(src|href)=[\"']?(https?:)?//", html), "the report must not load anything from the network"
     assert "http://" not in html and "https://" not in html
     for section in ("## Dataset", "## Baseline fidelity", "## Leaderboard", "## Cost saved vs risk", "## Sweeps",
-                    "## Tool results by tool", "## Risk", "## Recommendation", "## Reproducibility"):
+                    "## Tool results by tool", "## Risk", "## Recommendation", "## Reproducibility",
+                    "## Savings under both cache-model variants", "## Per agent"):
         assert section in md
     assert html.count("data:image/png;base64,") >= 5
     assert "Objective: minimize **cost**" in md and "Recommended: **" in md
+
+
+def test_report_leads_with_the_answer(demo):
+    md = (demo / "report" / "report.md").read_text()
+    head = "\n".join(md.splitlines()[:30])
+    # the answer, in percent and dollars, with its interval, before any fidelity plot
+    assert md.index("## Recommendation") < md.index("## Baseline fidelity") < md.index("## Leaderboard")
+    assert re.search(r"Recommended: \*\*devboy_lru \(capacity=unbounded\), TTL [^*]+\*\*", head), head
+    assert re.search(r"saves \+\d+\.\d\d% of cost \(\$\d+\.\d\d of \$\d+\.\d\d\), 95% interval "
+                     r"\+\d+\.\d\d% to \+\d+\.\d\d%", head), head
+    assert "model only: +" in head  # the same configuration's saving without the calibration
+    # the runner-up names the setting it differs in, and the margin has $ and %
+    runner = next(line for line in md.splitlines() if line.startswith("Runner-up:"))
+    assert re.search(r"differs in (TTL|capacity): ", runner) and re.search(r"Margin: \$\d+\.\d\d \(\d+\.\d\d% of", runner)
+    assert "capacity=0" not in md.split("## Reproducibility")[0]
+    # fidelity: calibrated and model only side by side
+    fid = md.split("## Baseline fidelity")[1].split("\n## ")[0]
+    assert "calibrated: error" in fid and "model only: error" in fid
+    assert re.search(r"\| sessions within targets \|.*\d+ of \d+ \|.*\d+ of \d+ \|", fid)
+
+
+def test_per_agent_table_is_filled(demo):
+    md = (demo / "report" / "report.md").read_text()
+    table = md.split("## Per agent")[1].split("\n## ")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    # every policy at its defaults and the baseline, under both variants
+    assert len(rows) >= 16, table
+    assert any("| calibrated |" in r for r in rows) and any("| model only |" in r for r in rows)
+    assert all(re.search(r"\| -?\d+\.\d\d \| [+-]\d+\.\d\d% \|$", r) for r in rows), rows
+
+
+def test_demo_runs_every_policy_under_both_variants(demo):
+    from replay.policies import REGISTRY
+
+    r = CliRunner().invoke(main, ["compare", "--db", str(demo / "demo.duckdb"), "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
+    standalone = [x for x in rows if x["sweep_id"] is None]
+    for name in REGISTRY:
+        if name == "pipeline":
+            continue
+        got = {x["variant"] for x in standalone if x["policy"] == name}
+        assert got == {"calibrated", "model_only"}, (name, got)
+        for x in standalone:
+            if x["policy"] == name:
+                assert set(x["variants"]) == {"calibrated", "model_only"}
+                assert x["variants"]["calibrated"]["saved_pct"]["cost"] is not None
+                assert x["variants"]["model_only"]["interval"]["cost"]["low"] <= \
+                    x["variants"]["model_only"]["saved_pct"]["cost"] <= x["variants"]["model_only"]["interval"]["cost"]["high"]
+    for x in rows:
+        if x["baseline_run"] and x["policy"] != "noop":
+            i = x["interval"]["cost"]
+            assert i["low"] <= x["saved_pct"]["cost"] <= i["high"]
+    text = CliRunner().invoke(main, ["compare", "--db", str(demo / "demo.duckdb")]).output
+    assert "Cost saved under both cache-model variants" in text and "model-only" in text
 
 
 def test_report_numbers_match_compare_json(demo):
@@ -46,14 +102,20 @@ def test_shared_corpus_report_after_every_policy(tmp_path):
     assert runner.invoke(main, ["ingest", str(logs), "--db", db, "-q"]).exit_code == 0
     for name in sorted(REGISTRY):
         if name != "pipeline":
-            r = runner.invoke(main, ["replay", "--db", db, "--policy", name])
+            # both cache-model variants for the baseline and the two compaction policies; one for the rest
+            both = name in ("noop", "jp_compaction", "claude_code_microcompact")
+            r = runner.invoke(main, ["replay", "--db", db, "--policy", name, *([] if both else ["--variants", "calibrated"])])
             assert r.exit_code == 0, (name, r.output)
     r = runner.invoke(main, ["report", "--db", db, "--out", str(tmp_path / "rep")])
     assert r.exit_code == 0, r.output
     html = (tmp_path / "rep" / "index.html").read_text()
     assert "http://" not in html and "https://" not in html
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert "Objective: minimize **cost**" in md and "Recommended: **" in md
+    assert "Objective: minimize **cost**" in md
+    assert "Recommended: **" in md or "**No policy beats the baseline on these logs**" in md
+    assert "95% interval" in "\n".join(md.splitlines()[:30])
+    both = md.split("## Savings under both cache-model variants")[1].split("\n## ")[0]
+    assert "| jp_compaction | defaults | log |" in both and "| claude_code_microcompact | defaults | log |" in both
     _check_numbers(Path(db), tmp_path / "rep")
 
 
@@ -62,18 +124,26 @@ def _check_numbers(db: Path, rep: Path) -> None:
     rows = json.loads(r.output)
     md = (rep / "report.md").read_text()
     leaderboard = md.split("## Leaderboard")[1].split("\n## ")[0]
-    table = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")]
-             for line in leaderboard.splitlines() if line.startswith("| ") and len(line.split("|")[1].strip()) >= 12}
+    table = {}
+    for line in leaderboard.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| ") and len(cells[-1]) >= 12 and cells[-1] != "run":
+            table[cells[-1]] = cells  # the run id is the last column
     checked = 0
     for row in rows:
         cells = table[row["run_id"]]
         f = row["figures"]
-        assert cells[3] == f"{f['cost']:,.2f}"
-        assert cells[5] == f"{f['context_tokens']:,.0f}"
-        assert cells[7] == f"{f['tokens_delivered']:,.0f}"
-        assert cells[9] == f"{f['busts']:,.0f}"
+        assert cells[4] == f"{f['cost']:,.2f}"
+        assert cells[8] == f"{f['context_tokens']:,.0f}"
+        assert cells[10] == f"{f['tokens_delivered']:,.0f}"
+        assert cells[13] == f"{f['busts']:,.0f}"
+        assert cells[3] == row["variant"].replace("_", " ")
         if row.get("saved_pct"):
-            assert cells[4] == f"{100 * row['saved_pct']['cost']:+.2f}%"
+            assert cells[5] == f"{100 * row['saved_pct']['cost']:+.2f}%"
+            i = row["interval"]["cost"]
+            assert cells[6] == f"{100 * i['low']:+.2f}% to {100 * i['high']:+.2f}%"
+            if row["policy"] != "noop":
+                assert cells[7] == ("yes" if row["distinguishable"]["cost"] else "no")
         checked += 1
     assert checked == len(rows) >= 8
 
@@ -99,8 +169,14 @@ def test_report_renders_in_headless_chromium(demo):
         drv.get((demo / "report" / "index.html").as_uri())
         state = drv.execute_script(
             "const imgs=[...document.images];"
+            "const ans=[...document.querySelectorAll('p')].find(p => /Recommended:|No policy beats/.test(p.innerText));"
+            "const fid=[...document.querySelectorAll('h2')].find(h => h.innerText === 'Baseline fidelity');"
             "return {n: imgs.length, loaded: imgs.filter(i => i.complete && i.naturalWidth > 0).length,"
-            " text: document.body.innerText.length, h: document.body.scrollHeight};")
+            " text: document.body.innerText.length, h: document.body.scrollHeight,"
+            " answer_top: ans ? ans.getBoundingClientRect().top + window.scrollY : null,"
+            " chart_top: imgs.length ? imgs[0].getBoundingClientRect().top + window.scrollY : null,"
+            " first_alt: imgs.length ? imgs[0].alt : null,"
+            " fidelity_top: fid ? fid.getBoundingClientRect().top + window.scrollY : null};")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / "report.png"
         drv.set_window_size(1200, min(int(state["h"]) + 50, 12000))
@@ -108,6 +184,10 @@ def test_report_renders_in_headless_chromium(demo):
     finally:
         drv.quit()
     assert state["n"] >= 5 and state["loaded"] == state["n"], state
+    # the answer and its chart lead the page: above the first 1,000 px, before the fidelity section
+    assert state["answer_top"] is not None and state["answer_top"] < 1000, state
+    assert state["first_alt"].startswith("The best configurations") and state["chart_top"] < 1000, state
+    assert state["fidelity_top"] > state["chart_top"], state
     assert state["text"] > 2000, "page is blank"
     from PIL import Image
 

@@ -38,8 +38,9 @@ def demo(db: Path, logs: Path | None, report_dir: Path) -> None:
     """Run the whole pipeline on the embedded sample dataset (no logs of your own needed).
 
     Ingests `datasets/sample/`, checks the no-op baseline against the recorded usage,
-    replays every policy at its source's defaults, sweeps devboy's LRU capacity and writes
-    the policy report (index.html + report.md).
+    replays the no-op baseline and every policy at its source's defaults under both cache-model
+    variants (calibrated and model-only), sweeps devboy's LRU capacity and writes the policy
+    report (index.html + report.md).
     """
     logs = logs or sample_logs_dir()
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -67,32 +68,46 @@ def _ingest_sample(logs: Path, db: Path) -> None:
 
 
 def _baseline_fidelity(con) -> None:
+    from analysis.fidelity import variant_fidelity
     from replay.engine import ReplayOptions
     from replay.experiments.validate import validate as run_validate
 
     out.rule("[bold]2. baseline fidelity")
     rep = run_validate(con, "sample", ReplayOptions())
-    o = rep["overall"]
-    e = o["rel_error"]
-    out.print(f"no-op replay vs recorded usage: {o['sessions_within_targets']}/{o['sessions']} sessions within "
-              f"targets; input {e['input_total']:+.2%}, reads {e['cache_read']:+.2%}, writes {e['cache_write']:+.2%}, "
-              f"cost {e['cost']:+.2%}")
+    for name, v in variant_fidelity(rep).items():
+        e = v["rel_error"]
+        within = "?" if v["sessions_within_targets"] is None else v["sessions_within_targets"]
+        out.print(f"no-op replay vs recorded usage, {name.replace('_', '-')}: {within}/{v['sessions']} sessions "
+                  "within targets; " + ", ".join(f"{label} {_pct(e.get(f))}" for f, label in (
+                      ("input_total", "input"), ("cache_read", "reads"), ("cache_write", "writes"), ("cost", "cost"))))
+
+
+def _pct(v) -> str:
+    return "n/a" if v is None else f"{v:+.2%}"
+
+
+VARIANTS = (("calibrated", "log"), ("model-only", "none"))
 
 
 def _every_policy(con) -> None:
     from replay.engine import ReplayOptions
     from replay.experiments import runs
+    from replay.model.cache import CacheConfig
     from replay.policies import REGISTRY, build
 
-    out.rule("[bold]3. every policy at its defaults")
+    out.rule("[bold]3. the baseline and every policy at its defaults, under both cache-model variants")
     ds = runs.load(con, "sample")
-    t = Table("policy", "cost $", "context tokens", "busts")
+    t = Table("policy", *(f"{v} cost $" for v, _ in VARIANTS), "context tokens", "busts")
     for name in REGISTRY:
         if name == "pipeline":
             continue
-        run_id, results = runs.run_policy(con, ds, build(name), ReplayOptions(detail=name == "noop"))
-        tot = {k: sum(r.figures[k] for r in results) for k in ("cost", "context_tokens", "busts")}
-        t.add_row(name, f"{tot['cost']:,.2f}", f"{tot['context_tokens']:,.0f}", f"{tot['busts']:.0f}")
+        cost, tot = [], {}
+        for variant, evictions in VARIANTS:
+            opts = ReplayOptions(CacheConfig(observed_evictions=evictions), detail=name == "noop" and not cost)
+            run_id, results = runs.run_policy(con, ds, build(name), opts)
+            tot = {k: sum(r.figures[k] for r in results) for k in ("cost", "context_tokens", "busts")}
+            cost.append(f"{tot['cost']:,.2f}")
+        t.add_row(name, *cost, f"{tot['context_tokens']:,.0f}", f"{tot['busts']:.0f}")
     out.print(t)
 
 
@@ -102,9 +117,11 @@ def _sweep(db: Path) -> None:
     out.rule("[bold]4. sweep")
     spec_path = REPO_ROOT / "examples" / DEMO_SWEEP
     if spec_path.exists():
-        res = run_sweep(db, load_spec(spec_path), "sample")
-        out.print(f"sweep {res.sweep_id}: {res.points} runs of devboy_lru configurations and their no-op baselines "
-                  f"in {res.seconds:.1f}s")
+        spec = load_spec(spec_path)
+        spec.cache = {**spec.cache, "observed_evictions": ["log", "none"]}  # both cache-model variants
+        res = run_sweep(db, spec, "sample")
+        out.print(f"sweep {res.sweep_id}: {res.points} runs of devboy_lru configurations and their no-op baselines, "
+                  f"calibrated and model-only, in {res.seconds:.1f}s")
     else:
         out.print(f"[yellow]{esc(spec_path)} not found (installed without the repository): sweep skipped[/]")
 
@@ -116,9 +133,7 @@ def _report(db: Path, report_dir: Path) -> None:
     r = build_report(db, "sample", report_dir)
     out.print(f"wrote {esc(report_dir)}/index.html and {esc(report_dir)}/report.md ({r['runs']} runs, "
               f"{r['figures']} figures)")
-    rec = r["recommendation"]
-    if rec.get("best"):
-        out.print(f"recommendation (minimize {rec['figure']}, {esc(rec['max_risk'])}): {esc(rec['best']['label'])}")
+    out.print(esc(r["answer"]["headline"]))
 
 
 COMMANDS = [demo]

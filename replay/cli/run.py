@@ -82,6 +82,25 @@ def _policy_params(policy_name: str, config_file: Path | None, sets: tuple[str, 
     return policy_name, params
 
 
+VARIANT_EVICTIONS = {"calibrated": "log", "model-only": "none"}
+
+
+def _variants(variants: str | None, observed_evictions: str) -> list[str]:
+    """The cache-model variants to run: `--variants`, or the one `--observed-evictions` names
+    when only that is given (its meaning before `--variants` existed)."""
+    ctx = click.get_current_context()
+    explicit = ctx.get_parameter_source("observed_evictions") not in (
+        click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
+    named = "calibrated" if observed_evictions == "log" else "model-only"
+    if variants is None:
+        return [named] if explicit else ["calibrated", "model-only"]
+    chosen = ["calibrated", "model-only"] if variants == "both" else [variants]
+    if explicit and chosen != [named]:
+        fail(f"--observed-evictions {observed_evictions} is the {named} variant; it contradicts --variants {variants}"
+             " (give one of the two)")
+    return chosen
+
+
 @click.command()
 @DB_OPTION
 @dataset_option("Dataset to replay [default: the only one in the database].")
@@ -91,33 +110,51 @@ def _policy_params(policy_name: str, config_file: Path | None, sets: tuple[str, 
               help="TOML file with `policy = NAME` and a [params] table.")
 @click.option("--detail", is_flag=True, help="Also store one row per request (needed by per-request plots).")
 @cache_options
+@click.option("--variants", type=click.Choice(["both", "calibrated", "model-only"]), default=None,
+              help="Cache-model variants to store a run for: calibrated (observed evictions replayed from the log), "
+              "model-only (not), or both, so `compare` shows how much of a saving rests on the calibration "
+              "[default: both, or the one --observed-evictions names].")
 @json_option("Print the run summary as JSON.")
 def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints, observed_evictions, prices_file,
-           price_date, as_json):
-    """Replay a dataset through a policy and store the run (figures per session, optionally per request)."""
+           price_date, variants, as_json):
+    """Replay a dataset through a policy and store the run (figures per session, optionally per request).
+
+    By default one run is stored per cache-model variant (calibrated and model-only), each
+    compared by `ctxreplay compare` with the no-op baseline of the same variant."""
     from replay.experiments import runs
     from replay.model.costs import PriceError
     from replay.policies import ParamError, build
 
+    chosen = _variants(variants, observed_evictions)
     policy_name, params = _policy_params(policy_name, config_file, sets)
     with fail_on(ParamError, PriceError, ValueError):
         policy = build(policy_name, params)
-        opts = make_options(ttl, breakpoints, observed_evictions, prices_file, price_date, detail)
+        opts = {v: make_options(ttl, breakpoints, VARIANT_EVICTIONS[v], prices_file, price_date, detail)
+                for v in chosen}
     con, dataset, ds = _load_dataset(db, dataset)
     progress = count_progress(f"replay {policy.name}", "{task.completed}/{task.total}", disable=as_json)
+    done: dict[str, dict] = {}
     with fail_on(PriceError), progress:
-        task = progress.add_task("", total=len(ds.sessions))
-        run_id, results = runs.run_policy(con, ds, policy, opts, on_session=lambda s: progress.advance(task))
-    tot = {k: sum(r.figures[k] for r in results) for k in results[0].figures} if results else {}
+        task = progress.add_task("", total=len(ds.sessions) * len(chosen))
+        for v in chosen:
+            run_id, results = runs.run_policy(con, ds, policy, opts[v], on_session=lambda s: progress.advance(task))
+            done[v] = {"run_id": run_id, "sessions": len(results),
+                       "totals": {k: sum(r.figures[k] for r in results) for k in results[0].figures} if results else {}}
+    first = done[chosen[0]]
     if as_json:
-        echo_json({"run_id": run_id, "policy": policy.name, "dataset": dataset, "totals": tot}, default=None)
+        echo_json({"run_id": first["run_id"], "policy": policy.name, "dataset": dataset, "variant": chosen[0],
+                   "totals": first["totals"],
+                   "variants": {v.replace("-", "_"): {"run_id": d["run_id"], "totals": d["totals"]}
+                                for v, d in done.items()}}, default=None)
         return
-    out.print(f"run [bold]{esc(run_id)}[/]: {esc(policy.name)} on {esc(dataset)} ({len(results)} sessions, "
-              f"{ds.n_requests} requests)")
-    if tot:
-        out.print(f"  input {tot['input_total']:,.0f} tokens: read {tot['cache_read']:,.0f}, "
-                  f"written {tot['cache_write_5m'] + tot['cache_write_1h']:,.0f}, uncached {tot['uncached']:,.0f}; "
-                  f"output {tot['output']:,.0f}; cost ${tot['cost']:,.2f}; busts {tot['busts']:.0f}")
+    for v, d in done.items():
+        tot = d["totals"]
+        out.print(f"run [bold]{esc(d['run_id'])}[/]: {esc(policy.name)} on {esc(dataset)}, {v} ({d['sessions']} "
+                  f"sessions, {ds.n_requests} requests)")
+        if tot:
+            out.print(f"  input {tot['input_total']:,.0f} tokens: read {tot['cache_read']:,.0f}, "
+                      f"written {tot['cache_write_5m'] + tot['cache_write_1h']:,.0f}, uncached {tot['uncached']:,.0f}; "
+                      f"output {tot['output']:,.0f}; cost ${tot['cost']:,.2f}; busts {tot['busts']:.0f}")
 
 
 @click.command(name="runs")

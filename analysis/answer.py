@@ -1,0 +1,176 @@
+"""The answer the report leads with: which configuration to use, by how much it beats the
+baseline (percent and dollars, with a 95% interval), what the runner-up changes, and a plain
+"no policy beats the baseline on these logs" when no saving is distinguishable.
+
+Built from the rows of ``analysis.compare.compare`` (intervals and ``distinguishable`` as
+documented in ``analysis.intervals``). The recommendation is made within the calibrated
+cache-model variant (the default every run uses); each configuration's model-only saving is
+shown beside it. Among the runs within the risk limits whose saving of the objective figure
+is positive and distinguishable, the one with the lowest objective figure (cost in $, or
+context tokens) wins; the runner-up is the next such run, or the best of the rest.
+Margins between two runs are bootstrapped the same way (paired by session) as a share of
+the recommended run's baseline.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from . import intervals as iv
+from .compare import configuration_key
+from .tables import RISK_FIGURES, non_default, show_value
+
+FIGURE = {"cost": "cost", "tokens": "context_tokens"}
+UNIT = {"cost": ("of cost", "$"), "context_tokens": ("of context tokens", "tokens")}
+
+
+def ttl_text(cache: dict) -> str:
+    ttl = cache.get("ttl", "log")
+    return "TTL as logged" if ttl == "log" else f"TTL {ttl}"
+
+
+def settings(policy: str, params: dict) -> dict[str, str]:
+    """Parameters that differ from the policy's source defaults, values as printed."""
+    return {k: show_value(policy, k, v) for k, v in non_default(policy, params).items()}
+
+
+def name(row: dict) -> str:
+    """policy (non-default settings), TTL: how the report names a configuration."""
+    st = settings(row["policy"], row["params"])
+    inner = ", ".join(f"{k}={v}" for k, v in st.items()) or ("defaults" if row["policy"] != "noop" else "")
+    return f"{row['policy']}{f' ({inner})' if inner else ''}, {ttl_text(row['cache_config'])}"
+
+
+def money(v: float | None, fig: str) -> str:
+    if v is None:
+        return "-"
+    if fig == "cost":
+        return f"-${-v:,.2f}" if v < 0 else f"${v:,.2f}"
+    return f"{v:,.0f} tokens"
+
+
+def pct(v: float | None, nd: int = 2) -> str:
+    return "-" if v is None else f"{100 * v:+.{nd}f}%"
+
+
+def interval_text(i: dict | None, nd: int = 2) -> str:
+    return "-" if not i else f"{pct(i['low'], nd)} to {pct(i['high'], nd)}"
+
+
+def summary(row: dict, fig: str) -> dict[str, Any]:
+    base = _baseline_value(row, fig)
+    mo = (row.get("variants") or {}).get("model_only")
+    return {
+        "run_id": row["run_id"], "policy": row["policy"], "params": row["params"],
+        "settings": settings(row["policy"], row["params"]), "name": name(row), "ttl": row["cache_config"].get("ttl"),
+        "variant": row["variant"], "sweep_id": row.get("sweep_id"), fig: row["figures"][fig],
+        "cost": row["figures"]["cost"], "baseline_run": row.get("baseline_run"), "baseline": base,
+        "saved_pct": (row.get("saved_pct") or {}).get(fig),
+        "saved": None if base is None else base - row["figures"][fig],
+        "interval": (row.get("interval") or {}).get(fig),
+        "distinguishable": bool((row.get("distinguishable") or {}).get(fig)),
+        "fidelity_threshold": (row.get("fidelity_threshold") or {}).get(fig),
+        "model_only": None if not mo or mo["run_id"] == row["run_id"] else {
+            "run_id": mo["run_id"], "saved_pct": (mo.get("saved_pct") or {}).get(fig),
+            "interval": (mo.get("interval") or {}).get(fig),
+            "distinguishable": bool((mo.get("distinguishable") or {}).get(fig))},
+        "risk": {k: row["figures"][k] for k in RISK_FIGURES},
+    }
+
+
+def differences(a: dict, b: dict) -> list[str]:
+    """How configuration ``b`` differs from ``a``, e.g. ["TTL log instead of 5m"]."""
+    if a["policy"] != b["policy"]:
+        return [f"policy: {b['policy']} instead of {a['policy']}"]
+    out = []
+    for k in sorted(set(a["params"]) | set(b["params"])):
+        va, vb = a["params"].get(k), b["params"].get(k)
+        if va != vb:
+            out.append(f"{k}: {show_value(a['policy'], k, vb)} instead of {show_value(a['policy'], k, va)}")
+    ca, cb = (dict(json.loads(configuration_key(x)[3])) for x in (a, b))
+    for k in sorted(set(ca) | set(cb)):
+        if ca.get(k) != cb.get(k):
+            out.append(f"{'TTL' if k == 'ttl' else k}: {cb.get(k)} instead of {ca.get(k)}")
+    return out or ["nothing (the same configuration, run again)"]
+
+
+def _baseline_value(row: dict, fig: str) -> float | None:
+    d = row.get("delta")
+    return None if not d or d.get(fig) is None else row["figures"][fig] - d[fig]
+
+
+def _margin(con, fig: str, better: dict, worse: dict) -> dict[str, Any]:
+    """worse - better in the figure's units and as a share of ``better``'s baseline, with a
+    paired bootstrap interval over the sessions the three runs share."""
+    ids = [worse["run_id"], better["run_id"], better["baseline_run"]]
+    value = worse["figures"][fig] - better["figures"][fig]
+    base = _baseline_value(better, fig)
+    out: dict[str, Any] = {"value": value, "pct": value / base if base else None, "interval": None,
+                           "distinguishable": False}
+    per = iv.session_matrix(con, ids, (fig,))
+    if not base or any(r not in per for r in ids):
+        return out
+    pos = [{k: i for i, k in enumerate(per[r]["session_key"])} for r in ids]
+    base_vals = per[ids[2]][fig]
+    keys = sorted(set(pos[0]).intersection(*pos[1:]), key=lambda k: (base_vals[pos[2][k]], k))  # as in intervals
+    if not keys:
+        return out
+    a, b, den = (np.array([per[r][fig][p[k]] for k in keys]) for r, p in zip(ids, pos))
+    out["interval"] = iv.difference_interval(a, b, den, iv.resample_counts(len(keys)))
+    out["distinguishable"] = iv.distinguishable(out["pct"], out["interval"], 0.0)
+    return out
+
+
+def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, float] | None = None,
+           top: int = 10) -> dict[str, Any]:
+    """The recommendation with its evidence; ``headline`` is one plain sentence."""
+    max_risk = {"stale_refs": 0, "dangling_refs": 0} if max_risk is None else max_risk
+    fig = FIGURE[objective]
+    unit_pct, _ = UNIT[fig]
+    cal = [r for r in rows if r["variant"] == "calibrated"]
+    variant = "calibrated" if cal else "model_only"
+    cal = cal or rows
+    latest = {configuration_key(r): r for r in cal}  # a configuration run twice counts once (its latest run)
+    cand = [r for r in latest.values() if r["policy"] != "noop" and r.get("saved_pct")
+            and all((r["figures"].get(k) or 0) <= v for k, v in max_risk.items())]
+    winners = sorted((r for r in cand if (r.get("distinguishable") or {}).get(fig) and r["saved_pct"][fig] > 0),
+                     key=lambda r: r["figures"][fig])
+    rest = sorted((r for r in cand if r not in winners), key=lambda r: -(r["saved_pct"][fig] or -1e18))
+    ranked = winners + rest
+    out: dict[str, Any] = {"objective": objective, "figure": fig, "max_risk": max_risk, "variant": variant,
+                           "candidates": len(cand), "beats_baseline": bool(winners), "best": None,
+                           "ranked": [summary(r, fig) for r in ranked[:top]]}
+    if not cand:
+        out["headline"] = "No run meets the risk limit (" + ", ".join(f"{k} <= {v:g}" for k, v in max_risk.items()) + ")."
+        return out
+    lead = ranked[0]
+    s = summary(lead, fig)
+    mo = s["model_only"]
+    mo_text = ("" if not mo else f"; model only: {pct(mo['saved_pct'])}, 95% interval {interval_text(mo['interval'])}"
+               + ("" if mo["distinguishable"] else ", not distinguishable"))
+    evidence = (f"{pct(s['saved_pct'])} {unit_pct} ({money(s['saved'], fig)} of {money(s['baseline'], fig)}), "
+                f"95% interval {interval_text(s['interval'])} ({variant.replace('_', '-')} cache model{mo_text})")
+    if winners:
+        out["best"] = s
+        out["headline"] = (f"Recommended: {s['name']}. Against the no-op baseline with the same cache settings it saves "
+                           f"{evidence}.")
+    else:
+        out["closest"] = s
+        out["headline"] = (f"No policy beats the baseline on these logs: no saving {unit_pct} within the risk limit is "
+                           f"distinguishable from 0 and from the baseline's own error. Closest: {s['name']}, "
+                           f"{evidence}, not distinguishable.")
+    if len(ranked) > 1:
+        ru = ranked[1]
+        out["runner_up"] = summary(ru, fig)
+        out["runner_up_differs"] = differences(lead, ru)
+        out["margin_over_runner_up"] = _margin(con, fig, lead, ru)
+    defaults = [r for r in cand if not non_default(r["policy"], r["params"]) and r["cache_config"].get("ttl") == "log"]
+    if defaults:
+        d = max(defaults, key=lambda r: r["saved_pct"][fig] or -1e18)
+        if d["run_id"] != lead["run_id"]:
+            out["best_source_default"] = summary(d, fig)
+            out["margin_over_source_default"] = _margin(con, fig, lead, d)
+    return out

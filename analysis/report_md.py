@@ -1,0 +1,205 @@
+"""The report's Markdown sections, from compare rows, the answer and the fidelity report.
+
+Each function returns a list of lines; ``analysis.report`` orders them: the answer first,
+then both cache-model variants side by side, the baseline's fidelity, then detail.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from . import intervals as iv
+from .answer import interval_text, money, name, pct, settings, ttl_text
+from .fidelity import NAMES, variant_fidelity
+
+VARIANT_NAME = {"calibrated": "calibrated", "model_only": "model only"}
+
+
+def num(v, nd=0) -> str:
+    return "-" if v is None or pd.isna(v) else f"{v:,.{nd}f}"
+
+
+def count(v) -> str:
+    return "-" if v is None or pd.isna(v) else f"{int(round(v)):,}"
+
+
+def cell(v) -> str:
+    return str(v).replace("|", "/")
+
+
+def settings_text(policy: str, params: dict) -> str:
+    st = settings(policy, params)
+    return cell(", ".join(f"{k}={v}" for k, v in st.items())[:60]) if st else "defaults"
+
+
+def recommendation(ans: dict, max_risk: dict, fid_bands: dict[str, float | None], img: str) -> list[str]:
+    """The answer: one sentence, the units and method, the runner-up and margins, the chart."""
+    fig = ans.get("figure", "cost")
+    md = ["## Recommendation", ""]
+    head = ans["headline"]
+    if ans.get("best"):
+        b = ans["best"]
+        head = head.replace(f"Recommended: {b['name']}.", f"Recommended: **{b['name']}**.", 1)
+    elif ans.get("candidates"):
+        head = head.replace("No policy beats the baseline on these logs", "**No policy beats the baseline on these logs**", 1)
+    md += [head, ""]
+    cal_band, mo_band = fid_bands.get("calibrated"), fid_bands.get("model_only")
+    md += [f"Objective: minimize **{fig}**; risk limit: " + ", ".join(f"{k} <= {v:g}" for k, v in max_risk.items())
+           + ". Savings are percent of the no-op baseline's " + ("cost and dollars" if fig == "cost" else
+                                                                  "context tokens and tokens")
+           + " (same dataset, cache and price settings); intervals are 95% paired bootstrap intervals over sessions "
+           f"({iv.N_RESAMPLES:,} resamples). A saving is **not distinguishable** when its interval contains 0 or it is "
+           "smaller than the baseline's own error against the recorded bill"
+           + (f" ({_abs_pct(cal_band)} of cost calibrated, {_abs_pct(mo_band)} model only)" if cal_band is not None
+              else "") + ".", ""]
+    lead = ans.get("best") or ans.get("closest")
+    if lead and "runner_up" in ans:
+        ru, m = ans["runner_up"], ans["margin_over_runner_up"]
+        md.append(f"Runner-up: {ru['name']} (differs in {'; '.join(ans['runner_up_differs'])}): "
+                  f"{pct(ru['saved_pct'])} ({money(ru['saved'], fig)}). Margin: {money(m['value'], fig)} "
+                  f"({_pts(m['pct'])} of the baseline, 95% interval {interval_text(m['interval'])}"
+                  + ("" if m["distinguishable"] else ", not distinguishable") + ").")
+    if lead and "margin_over_source_default" in ans:
+        d, m = ans["best_source_default"], ans["margin_over_source_default"]
+        md.append(f"Margin over the best policy at its source's defaults ({d['name']}, {pct(d['saved_pct'])}): "
+                  f"{money(m['value'], fig)} ({_pts(m['pct'])} of the baseline, 95% interval "
+                  f"{interval_text(m['interval'])}" + ("" if m["distinguishable"] else ", not distinguishable") + ").")
+    md += ["", img, ""]
+    if ans.get("ranked"):
+        md += ["| configuration | TTL | calibrated: saved | 95% interval | saved | model only: saved | 95% interval |"
+               " distinguishable (calibrated) |", "|---|---|---|---|---|---|---|---|"]
+        for r in ans["ranked"]:
+            mo = r.get("model_only") or {}
+            st = settings_text(r["policy"], r["params"])
+            md.append(f"| {r['policy']} ({st}) | {r['ttl']} | {pct(r['saved_pct'])} | {interval_text(r['interval'])} | "
+                      f"{money(r['saved'], fig)} | {pct(mo.get('saved_pct'))} | {interval_text(mo.get('interval'))} | "
+                      f"{'yes' if r['distinguishable'] else 'no'} |")
+        md.append("")
+    return md
+
+
+def _abs_pct(v: float | None) -> str:
+    return "-" if v is None else f"±{100 * abs(v):.2f}%"
+
+
+def _pts(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.2f}%"
+
+
+def both_variants(rows: list[dict]) -> list[str]:
+    """Each configuration that has runs under both variants: its saving under each."""
+    seen, lines = set(), []
+    def order(r):
+        cal = (((r.get("variants") or {}).get("calibrated") or {}).get("saved_pct") or {}).get("cost")
+        return r["policy"], str(r["cache_config"].get("ttl")), -(cal if cal is not None else -1e18)
+
+    for r in sorted(rows, key=order):
+        v = r.get("variants") or {}
+        if r["policy"] == "noop" or "calibrated" not in v or "model_only" not in v:
+            continue
+        key = (v["calibrated"]["run_id"], v["model_only"]["run_id"])
+        if key in seen:
+            continue
+        seen.add(key)
+        c, m = v["calibrated"], v["model_only"]
+        gap = (r.get("calibrated_minus_model_only") or {}).get("cost")
+        lines.append(f"| {r['policy']} | {settings_text(r['policy'], r['params'])} | {r['cache_config'].get('ttl')} | "
+                     + " | ".join(f"{pct((x['saved_pct'] or {}).get('cost'))} | "
+                                  f"{interval_text((x['interval'] or {}).get('cost'))} | "
+                                  f"{money(x['saved_usd'], 'cost')}"
+                                  + ("" if (x["distinguishable"] or {}).get("cost") else " (n.d.)") for x in (c, m))
+                     + f" | {'-' if gap is None else f'{100 * gap:+.2f}'} |")
+    if not lines:
+        return []
+    return ["## Savings under both cache-model variants", "",
+            "Each configuration replayed with the calibrated cache model (cache misses the log records are replayed) "
+            "and with the model alone; each against the no-op baseline of its own variant. The last column is how "
+            "many points of the cost saving rest on the calibration. n.d. = not distinguishable.", "",
+            "| policy | settings | TTL | calibrated: cost saved | 95% interval | $ saved | model only: cost saved | "
+            "95% interval | $ saved | calibrated - model only (points) |",
+            "|---|---|---|---|---|---|---|---|---|---|", *lines, ""]
+
+
+def fidelity(fid: dict[str, Any], img: str) -> list[str]:
+    """The baseline against the recorded usage, calibrated and model only side by side."""
+    vf = variant_fidelity(fid)
+    names = [n for n in ("calibrated", "model_only") if n in vf]
+    o = fid["overall"]
+    md = ["## Baseline fidelity", "",
+          "The no-op replay against the usage the logs recorded (`ctxreplay validate`); every saving is measured against "
+          "this baseline. Calibrated: the cache misses the log records are replayed (the default); model only: what the "
+          "TTL/breakpoint model predicts on its own.", "",
+          "| figure | recorded | " + " | ".join(f"{NAMES[n]}: simulated | {NAMES[n]}: error" for n in names) + " |",
+          "|---|---|" + "---|---|" * len(names)]
+    for f in ("input_total", "cache_read", "cache_write", "cost"):
+        nd = 2 if f == "cost" else 0
+        md.append(f"| {f} | {num(o['recorded'][f], nd)} | " + " | ".join(
+            f"{num(vf[n]['simulated'][f], nd)} | {pct(vf[n]['rel_error'][f])}" for n in names) + " |")
+    md.append("| sessions within targets | | " + " | ".join(
+        f" | {'?' if vf[n]['sessions_within_targets'] is None else vf[n]['sessions_within_targets']} of "
+        f"{vf[n]['sessions']}" for n in names) + " |")
+    md += ["", "Targets per session: input 1%, reads 1%, writes 5%, cost 2%; "
+           f"{o['sessions_without_usage']} session(s) without recorded input usage.", "", img, ""]
+    return md
+
+
+def leaderboard(rows: list[dict], img: str) -> list[str]:
+    md = ["## Leaderboard", "",
+          "Every finished run, with its saving against its no-op baseline (same dataset, cache and price settings) and "
+          "the 95% interval of the cost saving. Hit rate = reads / (reads + writes + uncached). Run ids in the last "
+          "column.", "",
+          "| policy | settings | TTL | variant | cost $ | cost saved | 95% interval | distinguishable | context tokens |"
+          " context saved | tokens delivered | delivered saved | hit rate | busts | rewritten tokens | hints | dangling |"
+          " stale | trimmed, re-read | run |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: r["figures"]["cost"]):
+        f = r["figures"]
+        s = r.get("saved_pct") or {}
+        dist = (r.get("distinguishable") or {}).get("cost")
+        md.append(
+            f"| {r['policy']} | {settings_text(r['policy'], r['params'])} | {r['cache_config'].get('ttl')} | "
+            f"{VARIANT_NAME.get(r['variant'], r['variant'])} | {num(f['cost'], 2)} | {pct(s.get('cost'))} | "
+            f"{interval_text((r.get('interval') or {}).get('cost'))} | "
+            f"{'-' if r['policy'] == 'noop' else 'yes' if dist else 'no'} | "
+            f"{count(f['context_tokens'])} | {pct(s.get('context_tokens'))} | {count(f['tokens_delivered'])} | "
+            f"{pct(s.get('tokens_delivered'))} | {pct(f['hit_rate']).lstrip('+')} | {count(f['busts'])} | "
+            f"{count(f['bust_tokens'])} | {count(f['hints'])} | {count(f['dangling_refs'])} | {count(f['stale_refs'])} | "
+            f"{count(f['trimmed_reread'])} | {r['run_id']} |")
+    return md + ["", img, ""]
+
+
+def per_agent(rows: list[dict]) -> list[str]:
+    agents = sorted({a for r in rows for a in r.get("by_agent", {})})
+    runs = sorted((r for r in rows if not r.get("sweep_id")), key=lambda r: (r["policy"], r["variant"], r["run_id"]))
+    if not agents or not runs:
+        return []
+    md = ["## Per agent", "", "Cost and cost saved vs the baseline, per agent that wrote the logs (runs outside sweeps).",
+          "", "| policy | settings | TTL | variant | " + " | ".join(f"{a}: cost $ | {a}: saved" for a in agents) + " |",
+          "|---|---|---|---|" + "---|---|" * len(agents)]
+    for r in runs:
+        cells = []
+        for a in agents:
+            fa = r["by_agent"].get(a)
+            cells += [num(fa["cost"], 2) if fa else "-", pct(fa.get("cost_saved_pct")) if fa else "-"]
+        md.append(f"| {r['policy']} | {settings_text(r['policy'], r['params'])} | {r['cache_config'].get('ttl')} | "
+                  f"{VARIANT_NAME.get(r['variant'], r['variant'])} | " + " | ".join(cells) + " |")
+    return md + [""]
+
+
+def risk(rows: list[dict]) -> list[str]:
+    md = ["## Risk", "", "| policy | settings | TTL | variant | busts | rewritten tokens | dangling refs | stale refs |"
+          " trimmed, re-read | mean hint distance (turns) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        f = r["figures"]
+        if r["policy"] == "noop":
+            continue
+        md.append(f"| {r['policy']} | {settings_text(r['policy'], r['params'])} | {r['cache_config'].get('ttl')} | "
+                  f"{VARIANT_NAME.get(r['variant'], r['variant'])} | {count(f['busts'])} | {count(f['bust_tokens'])} | "
+                  f"{count(f['dangling_refs'])} | {count(f['stale_refs'])} | {count(f['trimmed_reread'])} | "
+                  f"{num(f['mean_hint_distance'], 1)} |")
+    return md + [""]
+
+
+__all__ = ["both_variants", "fidelity", "leaderboard", "name", "per_agent", "recommendation", "risk", "ttl_text"]
