@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 from click.testing import CliRunner
 
+from replay.privacy.schema import TOOL_NAME_RX
 from replay.privacy.anonymize import PATH_KEYS, TOOL_PATH_KEYS, AnonymizeSummary, anonymize_tree, size_class_ok
 from replay.cli.privacy import anonymize as anonymize_cmd
 from replay.store.load import discover
@@ -140,9 +141,15 @@ def carries_path(raw, i: int, path_tools: set[str]) -> bool:
 def assert_same_structure(raw, anon):
     """Everything but contents, token counts and bytes: kinds, tools, positions, usage, links."""
     rb, ab = raw.blocks, anon.blocks
-    for col in ("stream_id", "pos", "partition", "user_turn", "req_idx", "role", "kind", "tool_name", "tool_kind",
+    for col in ("stream_id", "pos", "partition", "user_turn", "req_idx", "role", "kind", "tool_kind",
                 "line_start", "line_end", "is_error", "ts"):
         assert rb[col] == ab[col], col
+    # tool names are kept when they match the tool-name grammar, else keyed pseudonyms (one per name)
+    pseudo: dict = {}
+    for x, y in zip(rb["tool_name"], ab["tool_name"]):
+        if x != y:
+            assert re.fullmatch(r"tool_[0-9a-f]{10}", y or "") and TOOL_NAME_RX.match(y), (x, y)
+            assert pseudo.setdefault(x, y) == y, (x, y)
     for col in ("stream_id", "req_idx", "position", "partition", "user_turn", "ts", "model", "input_tokens",
                 "cache_write_5m", "cache_write_1h", "cache_read", "output_tokens", "has_usage", "ttl_split_known"):
         assert raw.requests[col] == anon.requests[col], col

@@ -153,6 +153,44 @@ POSITIVE = [
     ("secret_assignment", "  client_secret: q8Z!r3Lm0Wx9"),
     ("secret_assignment", "mysql -u root --password=S3cr3tPw0rd db"),
     ("high_entropy", "token for the staging box: Zr4Lq9Wm2Xt7Bn5Kc1Vd8Hs3Gf6Jp0Ay"),
+    ("password_assignment", "./deploy.sh host=db1 password=Hunter2xyz --fast"),
+    ("url_query_secret", "GET https://api.example.org/v2/items?limit=5&access_token=q8Zr3Lm0Wx9Tn1"),
+    ("cli_password", "mysql -h db -u root -pS3cretPw0rd shop < dump.sql"),
+]
+
+# Misses found by the hostile-input review (issue 18): each planted value must vanish.
+MISSES = [
+    ("password=", "connect with user=bob password=Hunter2xyz now", "Hunter2xyz"),
+    ("password= in a URL", "curl 'http://10.0.0.5/login?user=bob&password=Tr0ub4dor'", "Tr0ub4dor"),
+    ("pwd=", "Server=db;Uid=sa;Pwd=Zx81!qwe;Database=shop", "Zx81!qwe"),
+    ("pass=", "login pass=s3cretPa55 host=a", "s3cretPa55"),
+    ("PGPASSWORD= mid-line", "cd /srv && PGPASSWORD=pg9Secret psql -h db", "pg9Secret"),
+    ("mysql -p", "mysql -uroot -pS3cretPw0rd -e 'show databases'", "S3cretPw0rd"),
+    ("mysql -p quoted", 'mysqldump -u app -p"Qw3rty!9" shop > s.sql', "Qw3rty!9"),
+    ("mysql --password=", "mysql --password=S3cretPw0rd shop", "S3cretPw0rd"),
+    ("sshpass -p", "sshpass -p 'Plain0ldPass' ssh -p 2222 root@10.0.0.40", "Plain0ldPass"),
+    ("sshpass -p unquoted", "sshpass -p hunter2hunter2 scp a b:", "hunter2hunter2"),
+    ("?access_token=", "https://graph.example.com/me?access_token=EAAb12cdEF34", "EAAb12cdEF34"),
+    ("&token=", "wss://push.example.com/ws?v=2&token=a1b2c3d4e5f6g7", "a1b2c3d4e5f6g7"),
+    ("AWS key id after _", "mcp__x__AKIAQ3EGRWZ5XK7LQ2MP", "AKIAQ3EGRWZ5XK7LQ2MP"),
+    ("AWS key id between _", "bucket_AKIAQ3EGRWZ5XK7LQ2MP_prod", "AKIAQ3EGRWZ5XK7LQ2MP"),
+    ("GitHub token after _", "mcp__gh__ghp_Abc123Def456Ghi789Jkl012Mno345Pqr678", "ghp_Abc123Def456Ghi789Jkl012Mno345Pqr678"),
+]
+
+# ... and what the new rules must leave alone.
+MISS_NEGATIVE = [
+    "echo $PWD && cd $(pwd)",
+    "password=PasswordInput()",
+    "password = form.cleaned_data['password']",
+    "password=self.password, pwd=os.getcwd()",
+    "if password == hashed:",
+    "mysql -u root -p shop",  # -p then a space: mysql prompts; 'shop' is the database
+    "mysql -u root -p$MYSQL_PASSWORD shop",
+    "sshpass -e ssh host",
+    "https://example.org/search?q=token&page=2&key=value",
+    "https://example.org/cb?token=${TOKEN}",
+    "PASSWORD_MIN_LENGTH=12",
+    "bypass=true compass=north",
 ]
 
 NEGATIVE = [
@@ -194,6 +232,18 @@ def test_rule_finds_its_secret(rule, text):
 def test_clean_text_is_left_alone(text):
     assert find(text) == []
     assert scrub(text) == (text, [])
+
+
+@pytest.mark.parametrize("what,text,secret", MISSES, ids=[m[0] for m in MISSES])
+def test_issue_18_misses_are_scrubbed(what, text, secret):
+    out, found = scrub(text)
+    assert found, what
+    assert secret not in out, (what, out)
+
+
+@pytest.mark.parametrize("text", MISS_NEGATIVE)
+def test_issue_18_rules_leave_code_alone(text):
+    assert find(text) == [], text
 
 
 def test_every_rule_is_exercised():

@@ -43,6 +43,9 @@ def _inside(child: Path, parent: Path) -> bool:
 @click.option("--drop-tool-names", is_flag=True,
               help="Replace tool names by keyed pseudonyms (policies that look at tool kinds then see `other`).")
 @click.option("--drop-arg-keys", is_flag=True, help="Replace tool-input argument names by keyed pseudonyms.")
+@click.option("--pseudonymize-mcp", is_flag=True,
+              help="Replace MCP server and tool names (mcp__server__tool, serverName, toolName) by keyed "
+                   "pseudonyms: they can name private systems. Claude Code's own tools keep their names.")
 @click.option("--shift-timestamps", is_flag=True,
               help="Move every timestamp by one keyed per-dataset offset (1-4 years back); gaps are kept exactly.")
 @click.option("--path-style", type=click.Choice(["words", "pseudonym"]), default="words", show_default=True,
@@ -53,6 +56,7 @@ def _inside(child: Path, parent: Path) -> bool:
 @json_option("Print the summary as JSON.")
 @QUIET_OPTION
 def anonymize(src: Path, dst: Path, key_file: Path | None, dataset: str, drop_tool_names: bool, drop_arg_keys: bool,
+              pseudonymize_mcp: bool,
               shift_timestamps: bool, path_style: str, force: bool, as_json: bool, quiet: bool) -> None:
     """Write anonymized copies of the Claude Code logs under IN into OUT.
 
@@ -86,7 +90,7 @@ def anonymize(src: Path, dst: Path, key_file: Path | None, dataset: str, drop_to
     with progress, fail_on(ValueError, OSError, console=err):
         task = progress.add_task("", total=None)
         s = anonymize_tree(
-            src, dst, keys, keep_tool_names=not drop_tool_names, keep_arg_keys=not drop_arg_keys,
+            src, dst, keys, keep_tool_names=not drop_tool_names, keep_arg_keys=not drop_arg_keys, pseudonymize_mcp=pseudonymize_mcp,
             time_shift=shift_timestamps, path_style=path_style, dataset=dataset,
             on_total=lambda n: progress.update(task, total=n),
             on_progress=lambda n, name: progress.update(task, advance=n, description=clean(name[:40])),
@@ -109,5 +113,9 @@ def anonymize(src: Path, dst: Path, key_file: Path | None, dataset: str, drop_to
             out.print(f"{len(s.skipped_files)} file(s) that are not logs were not copied")
         for f, reason in s.failed:
             out.print(f"  [red]{esc(f)}: {esc(reason)}[/]")
-    if s.files == 0 and s.failed:
+    if s.invalid_utf8:
+        out.print(f"{s.invalid_utf8} records had invalid UTF-8 bytes, replaced by U+FFFD (records kept)")
+    if s.incomplete:  # a log got no copy (unreadable, or no record could be read): never silent
+        err.print(f"[red]error:[/] {len(s.failed)} log file(s) have no anonymized copy: "
+                  + ", ".join(esc(f) for f, _ in s.failed[:10]) + (" ..." if len(s.failed) > 10 else ""))
         sys.exit(1)

@@ -34,22 +34,24 @@ exactly. ``path_style="words"`` replaces each path component by keyed words with
 token count instead: every block then keeps its count (99.8% exactly on the shared corpus),
 but the paths no longer equal the trace's pseudonyms.
 
-Modules: ``records`` walks a record (``schema`` says which field is what), ``pseudonyms`` and
-``paths`` give keyed pseudonyms, ``texts`` resolves placeholders into ``fillers`` drawn from
-``vocabulary``; this module reads the input tree and writes the copies.
+Modules: ``records`` walks a record (``schema`` says which field is what and which kept
+values are allowed), ``pseudonyms`` and ``paths`` give keyed pseudonyms, ``texts`` resolves
+placeholders into ``fillers`` drawn from ``vocabulary``, ``files`` reads logs line by line and
+writes each copy under a temporary name; this module walks the input tree.
 """
 
 from __future__ import annotations
 
+import errno
+import stat
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
 from replay.ingest.keys import Keyring, load_or_create_master_key
-from replay.ingest.readers.base import FileError, ReadReport, load_records
+from replay.privacy.files import PARTIAL_SUFFIX, FileRun, Writer, chunks, first_byte, read_array, read_jsonl
 from replay.privacy.pseudonyms import UUID_RX, Pseudonyms
 from replay.privacy.records import Anonymizer
 from replay.privacy.schema import PATH_KEYS, TOOL_PATH_KEYS  # noqa: F401  (imported from here by callers)
@@ -59,6 +61,7 @@ __all__ = ["AnonymizeSummary", "anonymize_tree", "filler_vocabulary", "collect_s
 
 LOG_SUFFIXES = (".jsonl", ".json")
 SKIP_NAMES = frozenset({"MANIFEST.json", "package.json", "package-lock.json", "tsconfig.json"})
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)
 
 
 @dataclass
@@ -66,11 +69,16 @@ class AnonymizeSummary:
     files: int = 0
     records: int = 0
     lines_dropped: int = 0  # lines that were not JSON records (cannot be anonymized safely)
+    drop_reasons: Counter = field(default_factory=Counter)  # ... by reason
+    invalid_utf8: int = 0  # records whose invalid UTF-8 bytes were replaced by U+FFFD (kept)
     texts_replaced: int = 0  # string occurrences replaced by filler
     unique_texts: int = 0  # distinct texts per file, summed over files
     secrets_removed: int = 0  # scrub findings in the strings processed
     ids_replaced: int = 0
     paths_replaced: int = 0
+    keys_replaced: int = 0  # distinct dict keys anonymized (secrets or data used as keys)
+    enums_replaced: int = 0  # enum-like values outside their key's vocabulary or grammar
+    names_replaced: int = 0  # distinct model/tool/server/usage-key names pseudonymized
     blocks_checked: int = 0  # composite context blocks whose token count was verified
     blocks_token_mismatch: int = 0  # ... that could not be brought to the raw count (path-only inputs)
     filler_mismatch: int = 0  # fillers whose token count could not be matched exactly
@@ -79,14 +87,23 @@ class AnonymizeSummary:
     seconds: float = 0.0
     skipped_files: list[str] = field(default_factory=list)  # non-log files, not copied
     failed: list[tuple[str, str]] = field(default_factory=list)
+    # inputs with content of which no record could be read: no output was written for them
+    empty_outputs: list[str] = field(default_factory=list)
     # (input, output) relative paths; kept out of as_dict(): input names can identify people
     outputs: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def incomplete(self) -> bool:
+        """Some log file has no anonymized copy (unreadable, or no record could be read):
+        the CLI exits non-zero, naming each in ``failed``."""
+        return bool(self.failed)
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
         d.pop("outputs")
         d["skipped_files"] = len(self.skipped_files)
         d["failed"] = [{"file": f, "reason": r} for f, r in self.failed]
+        d["drop_reasons"] = dict(self.drop_reasons)
         d["seconds"] = round(self.seconds, 3)
         return d
 
@@ -120,63 +137,96 @@ def _keyring(key: Keyring | Path | str | None, dataset: str) -> Keyring:
     return Keyring.for_dataset(master, dataset)
 
 
-def _input_files(src: Path) -> tuple[Path, list[Path]]:
-    """The root the output layout is relative to, and the files to consider under it."""
-    if src.is_file():
+def _is_regular(p: Path) -> bool:
+    try:
+        return stat.S_ISREG(p.stat().st_mode)
+    except OSError:
+        return False
+
+
+def _input_files(src: Path) -> tuple[Path, list[Path], list[Path]]:
+    """The root the output layout is relative to, the regular files to consider under it, and
+    the non-regular entries (FIFOs, sockets, devices: named, never opened)."""
+    if src.is_file() and _is_regular(src):
         files = [src]
         subdir = src.parent / src.stem / "subagents"  # a session file brings its subagent files
         if subdir.is_dir():
-            files += sorted(p for p in subdir.glob("agent-*.jsonl") if p.is_file())
-        return src.parent, files
+            files += sorted(p for p in subdir.glob("agent-*.jsonl") if _is_regular(p))
+        return src.parent, files, []
     if src.is_dir():
-        return src, sorted(p for p in src.rglob("*") if p.is_file())
-    raise FileNotFoundError(f"{src}: no such file or directory")
+        regular, other = [], []
+        for p in sorted(src.rglob("*")):
+            if p.is_dir():
+                continue
+            (regular if _is_regular(p) else other).append(p)
+        return src, regular, other
+    if src.exists():
+        raise ValueError(f"{src}: not a regular file or a folder (a FIFO or device is never read)")
+    raise FileNotFoundError(errno.ENOENT, "no such file or directory", str(src))
 
 
 def _cannot_read(summary: AnonymizeSummary, p: Path, root: Path, e: OSError) -> None:
     summary.failed.append((str(p.relative_to(root)), f"cannot read: {e.strerror or e}"))
 
 
-def _payload(records: list, data: bytes) -> bytes:
-    """The records in the input's format: a JSON array (Stop-hook dumps) or JSONL."""
-    if data.lstrip()[:1] == b"[":
-        return orjson.dumps(records, option=orjson.OPT_INDENT_2)
-    return b"".join(orjson.dumps(r) + b"\n" for r in records)
-
-
 def _anonymize_file(anon: Anonymizer, p: Path, root: Path, dst: Path, summary: AnonymizeSummary,
                     on_progress: Callable[[int, str], None] | None) -> None:
-    """Read one log, anonymize its records and write the copy under ``dst``."""
+    """Anonymize one log into its copy under ``dst``, written to a temporary name and renamed
+    when complete; no copy (and an entry in ``failed``) when no record could be read."""
+    rel = p.relative_to(root)
     try:
-        data = p.read_bytes()
+        size = p.stat().st_size
+        first, binary = first_byte(p)
     except OSError as e:
         _cannot_read(summary, p, root, e)
         return
-    rel = p.relative_to(root)
-    report = ReadReport()
-    try:
-        records = load_records(p, data, report)
-    except FileError as e:
-        summary.failed.append((str(rel), str(e)))
+    reason = "empty file" if not first else "binary file (NUL bytes), not a JSON log" if binary else None
+    if reason:
+        summary.failed.append((str(rel), reason))
         if on_progress:
-            on_progress(len(data), p.name)
+            on_progress(size, p.name)
         return
-    summary.files += 1
-    summary.bytes_in += len(data)
-    summary.lines_dropped += sum(report.skipped.values())
-    out_records = [anon.record(r) for _, r in records]
-    summary.records += len(out_records)
-    anon.resolve()
-    payload = _payload([anon.texts.materialize(r) for r in out_records], data)
     out_rel = _out_name(anon.pseudo, rel)
     out = dst / out_rel
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(payload)
+    done = 0
+
+    def progress(n: int) -> None:
+        nonlocal done
+        done += n
+        if on_progress:
+            on_progress(n, p.name)
+
+    w = Writer(out)
+    try:
+        with w:
+            run = FileRun(anon, summary, w, progress)
+            try:
+                if not (first == b"[" and read_array(run, p)):
+                    with open(p, "rb") as f:
+                        read_jsonl(run, f)
+            finally:
+                anon.texts.end_file()
+            if run.records:
+                w.commit()
+    except OSError as e:
+        if e.errno not in _DISK_FULL and e.filename is not None and Path(e.filename) == p:
+            _cannot_read(summary, p, root, e)  # this input only: the others go on
+            return
+        # cannot write (disk full, read-only, permissions): no partial copy is left behind,
+        # and the run stops with one line naming the output
+        raise OSError(e.errno, e.strerror, str(out)) from e
+    if on_progress and size > done:
+        on_progress(size - done, p.name)
+    if not run.records:
+        why = ", ".join(f"{n} {r.replace('_', ' ')}" for r, n in run.drops.most_common()) or "no records"
+        summary.failed.append((str(rel), f"no record could be read ({why}); no copy written"))
+        summary.empty_outputs.append(str(rel))
+        return
+    summary.files += 1
+    summary.records += run.records
+    summary.bytes_in += size
+    summary.bytes_out += w.n
     summary.outputs.append((str(rel), str(out_rel)))
-    summary.bytes_out += len(payload)
-    anon.texts.end_file()
-    if on_progress:
-        on_progress(len(data), p.name)
 
 
 def anonymize_tree(
@@ -186,6 +236,7 @@ def anonymize_tree(
     *,
     keep_tool_names: bool = True,
     keep_arg_keys: bool = True,
+    pseudonymize_mcp: bool = False,
     time_shift: bool = False,
     path_style: str = "words",
     dataset: str = "default",
@@ -206,35 +257,52 @@ def anonymize_tree(
     writes ``Keyring.path`` pseudonyms, equal to the trace's resources (joinable with a trace
     ingested from the raw logs with the same key), at the price of about 1% more tokens in
     blocks that carry a path, which shifts trimming policies' savings by 1-2%.
+
+    ``pseudonymize_mcp``: MCP server and tool names (``mcp__server__tool``, ``serverName``,
+    ``toolName``), which can name private systems, become keyed pseudonyms
+    (``mcp__srv_<hash>__tool_<hash>``); Claude Code's own tool names stay.
+
+    Each output is written to a temporary name beside it and renamed when complete. A log of
+    which no record can be read gets no output and an entry in ``failed`` (and
+    ``empty_outputs``); ``summary.incomplete`` is then true. A write error (disk full,
+    read-only) removes the partial output and raises ``OSError`` naming the output.
     """
     t0 = time.perf_counter()
     src, dst = Path(src), Path(dst)
     keys = _keyring(key, dataset)
     summary = AnonymizeSummary()
-    root, files = _input_files(src)
+    root, files, special = _input_files(src)
+    summary.skipped_files += [str(p.relative_to(root)) for p in special]
     logs = []
     for p in files:
-        if _is_log(p):
+        if _is_log(p) and not p.name.endswith(PARTIAL_SUFFIX):
             logs.append(p)
         else:
             summary.skipped_files.append(str(p.relative_to(root)))
-    # pass 1: names to keep out of fillers and pseudonyms (files are read twice rather than
-    # held in memory: a ~/.claude/projects tree can be gigabytes)
+    # pass 1: names to keep out of fillers and pseudonyms (files are streamed twice rather
+    # than held in memory: a ~/.claude/projects tree can be gigabytes)
     unreadable: set[Path] = set()
 
     def blobs() -> Iterable[bytes]:
         for p in logs:
             try:
-                yield p.read_bytes()
+                yield from chunks(p)
             except OSError as e:
                 unreadable.add(p)
                 _cannot_read(summary, p, root, e)
 
     deny = collect_sensitive_terms(blobs())
     anon = Anonymizer(keys, keep_tool_names=keep_tool_names, keep_arg_keys=keep_arg_keys, time_shift=time_shift,
-                      deny=deny, summary=summary, path_style=path_style)
+                      deny=deny, summary=summary, path_style=path_style, pseudonymize_mcp=pseudonymize_mcp)
     if on_total:
-        on_total(sum(p.stat().st_size for p in logs if p not in unreadable))
+        total = 0
+        for p in logs:
+            if p not in unreadable:
+                try:
+                    total += p.stat().st_size
+                except OSError:
+                    pass
+        on_total(total)
     # pass 2: the copies
     for p in logs:
         if p not in unreadable:

@@ -148,7 +148,7 @@ class Fillers:
         block = self.construct(self.BLOCK, per_b, per_nl, rng)
         tail_bytes = max(rem, nbytes - q * len(block.encode()))
         tail = self.construct(rem, tail_bytes, max(0, newlines - q * per_nl), rng)
-        return block * q + tail
+        return "".join([block] * q + [tail])  # one allocation: a filler can be 50 MB
 
     def adjust(self, text: str, delta: int, seed: bytes) -> str:
         """Remove (delta > 0) or append (delta < 0) one-token words at the end."""

@@ -10,6 +10,7 @@ Both keep equality and containment of paths: same component, same pseudonym.
 
 from __future__ import annotations
 
+import posixpath
 import random
 import re
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from replay.ingest.keys import Keyring
 from replay.ingest.tokens import count_many
 from replay.privacy.fillers import Fillers
 from replay.privacy.pseudonyms import Pseudonyms
+from replay.privacy.vocabulary import is_offensive
 
 if TYPE_CHECKING:
     from replay.privacy.anonymize import AnonymizeSummary
@@ -28,11 +30,19 @@ _RUN_RX = re.compile(r"[^\W\d_]+|\d+|[\W_]+")  # letter runs, digit runs, punctu
 
 
 def _split_ext(comp: str) -> tuple[str, str]:
-    """(stem, extension with its dot); the extension is kept as it is, so it must look like one."""
+    """(stem, extension with its dot); the extension is kept as it is, so it must look like one:
+    1-6 ASCII letters and digits with at least one letter. A digits-only "extension" is data,
+    not a file type: the last octet of an IP address (``10.0.0.40``), a version (``1.2.3``)."""
     stem, dot, ext = comp.rpartition(".")
-    if not (dot and stem and 0 < len(ext) <= 6 and ext.isalnum()):
+    if not (dot and stem and 0 < len(ext) <= 6 and ext.isascii() and ext.isalnum() and not ext.isdigit()):
         return comp, ""
     return stem, "." + ext
+
+
+def _digit_ext(comp: str) -> bool:
+    """Would ``Keyring.path`` keep this component's digits-only suffix as an extension?"""
+    stem, dot, ext = comp.rpartition(".")
+    return bool(dot and stem and 0 < len(ext) <= 6 and ext.isdigit())
 
 
 def _run_contexts(runs: list[str]) -> list[tuple[str, ...] | None]:
@@ -86,16 +96,30 @@ class PathNamer:
             elif self.style == "words":
                 got = "".join(self.comp_words(c) if i % 2 == 0 else c for i, c in enumerate(_SEP_RX.split(v)))
             elif "\n" in v or len(v) > 4096:
-                got = self.keys.path(v.split("\n", 1)[0], cwd)
+                got = self.keyed_path(v.split("\n", 1)[0], cwd)
             elif not v.startswith(("/", "~", "\\")) and ".." not in _SEP_RX.split(v):
                 # relative stays relative: per-component pseudonyms compose, so resolved
                 # against the pseudonymized cwd it is the trace's pseudonym, and a path
                 # written relative stays distinct from the same path written absolute
-                got = self.keys.path(v)
+                got = self.keyed_path(v)
             else:
-                got = self.keys.path(v, cwd)
+                got = self.keyed_path(v, cwd)
             self.paths[key] = got
         return got
+
+    def keyed_path(self, v: str, cwd: str | None = None) -> str:
+        """``Keyring.path``, except that a digits-only suffix is not kept as an extension (an
+        IP address ``10.0.0.40`` would keep its last octet): such a component is pseudonymized
+        whole. Paths without one are exactly ``Keyring.path``'s."""
+        if not any(_digit_ext(c) for c in _SEP_RX.split(v)[::2]):
+            return self.keys.path(v, cwd)
+        p = v.replace("\\", "/")
+        if not p.startswith(("/", "~")) and cwd:
+            p = posixpath.join(cwd.replace("\\", "/"), p)
+        p = posixpath.normpath(p)
+        parts = [self.keys.short("path", c, 10) if _digit_ext(c) else self.keys.path(c)
+                 for c in p.strip("/").split("/") if c not in ("", ".")]
+        return ("/" if p.startswith("/") else "") + "/".join(parts)
 
     def comp_words(self, comp: str) -> str:
         """Token-preserving keyed pseudonym of one path component (``path_style="words"``).
@@ -132,7 +156,7 @@ class PathNamer:
         for _attempt in range(8):
             cand = self._candidate(runs, ctxs, run_targets, rng) + ext
             owner = self.comp_owner.get(cand)
-            if not runs or cand == comp or (owner is not None and owner != comp):
+            if not runs or cand == comp or (owner is not None and owner != comp) or is_offensive(cand):
                 continue
             got_counts = tuple(count_many(["/" + cand, cand]))
             score = abs(got_counts[0] - target[0]) + abs(got_counts[1] - target[1])

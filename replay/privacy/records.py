@@ -10,6 +10,7 @@ whole. ``resolve()`` then fills the placeholders of the file (``texts.TextResolv
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +20,11 @@ from replay.privacy.fillers import Fillers
 from replay.privacy.paths import PathNamer
 from replay.privacy.pseudonyms import ISO_RX, Pseudonyms
 from replay.privacy.schema import (
-    B64_RX, FILENAME_RX, ID_KEYS, IDENT_KEY_RX, KEEP_KEYS, KEEP_WHOLE, OPAQUE_KEYS, PATH_KEYS, TIME_KEYS,
-    TOOL_NAME_KEYS, TOOL_PATH_KEYS, looks_like_enum,
+    B64_RX, BUILTIN_TOOLS, ENUM_VOCAB, FILENAME_RX, HOOK_NAME_RX, ID_KEYS, IDENT_KEY_RX, KEEP_KEYS, KEEP_WHOLE,
+    META_KEY_RX, META_KEYS, MODEL_VOCAB, OPAQUE_KEYS, OPEN_ENUM_KEYS, PATH_KEYS, TIME_KEYS, TOOL_NAME_KEYS,
+    TOOL_NAME_RX, TOOL_PATH_KEYS, USAGE_STRING_KEYS, enum_ok,
 )
+from replay.privacy.scrub import find
 from replay.privacy.texts import Block, TextResolver
 from replay.privacy.vocabulary import deny_pattern
 
@@ -37,15 +40,26 @@ def _tool_use_block_text(part: dict) -> str:
     return tool_use_text(str(part.get("name") or ""), part.get("input"))
 
 
+_MCP_SAFE_RX = re.compile(r"[^A-Za-z0-9_\-]")  # how Claude Code turns a server name into a tool-name part
+_SERVER_NAME_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-:.]{0,63}$")
+_HOOK_SOURCES = frozenset({"startup", "clear", "compact", "resume", "auto", "manual"})
+_TOOL_HOOKS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
+
+
 class Anonymizer:
     """Anonymizes the records of one run (one key, one set of options), file after file."""
 
     def __init__(self, keys: Keyring, *, keep_tool_names: bool, keep_arg_keys: bool, time_shift: bool,
-                 deny: set[str], summary: AnonymizeSummary, path_style: str = "words"):
+                 deny: set[str], summary: AnonymizeSummary, path_style: str = "words",
+                 pseudonymize_mcp: bool = False):
         self.keys = keys
         self.keep_tool_names = keep_tool_names
         self.keep_arg_keys = keep_arg_keys
+        self.pseudonymize_mcp = pseudonymize_mcp
+        self.deny_terms = frozenset(d.lower() for d in deny)
         self.s = summary
+        self.key_cache: dict[tuple[str, bool], str] = {}
+        self.name_cache: dict[tuple[str, str], str] = {}
         deny_rx = deny_pattern(deny)
         self.pseudo = Pseudonyms(keys, deny_rx=deny_rx, time_shift=time_shift, summary=summary)
         self.fillers = Fillers(deny_rx)
@@ -65,11 +79,90 @@ class Anonymizer:
         return self.texts.filler_now(k)
 
     def dict_key(self, k: str, *, arg: bool = False) -> str:
+        """A dict key: kept when it is a name (identifier-like) in which the scrubber finds
+        nothing; otherwise anonymized like a value (an AWS key id or a token used as a key,
+        a question, a path). Argument names become keyed pseudonyms when asked."""
         if arg and not self.keep_arg_keys:
             return "arg_" + self.keys.short("argkey", k, 8)
-        if IDENT_KEY_RX.match(k):
-            return k
-        return self.key_text(k)
+        got = self.key_cache.get((k, arg))
+        if got is None:
+            if IDENT_KEY_RX.match(k) and not find(k):
+                got = k
+            else:
+                self.s.keys_replaced += 1
+                got = self.key_text(k)
+            if len(self.key_cache) < 200_000:
+                self.key_cache[(k, arg)] = got
+        return got
+
+    # --- kept names: enum values, models, tools ------------------------------------------
+    def spells_term(self, v: str) -> bool:
+        """Is a word of ``v`` (split at ``_``/``-``) one of the logs' owners' names?"""
+        return any(w in self.deny_terms for w in re.split(r"[_\-]", v.lower()))
+
+    def enum_value(self, key: str, v: str) -> str | None:
+        """``v`` kept verbatim (a vocabulary word, or admitted by its key's strict grammar and
+        spelling no sensitive term), or None: it must be anonymized."""
+        if not enum_ok(key, v):
+            return None
+        if key in OPEN_ENUM_KEYS and v not in ENUM_VOCAB.get(key, ()) and self.spells_term(v):
+            return None
+        return self.pseudo.keep(v)
+
+    def pseudonym(self, kind: str, v: str, prefix: str, n: int = 10) -> str:
+        got = self.name_cache.get((kind, v))
+        if got is None:
+            self.s.names_replaced += 1
+            got = self.name_cache[(kind, v)] = prefix + self.keys.short(kind, v, n)
+        return got
+
+    def model(self, v: str) -> str:
+        """A model name kept when it matches the model grammar (schema.MODEL_RX), else ``model-<hash>``."""
+        if v in MODEL_VOCAB or (enum_ok("model", v) and not find(v)):
+            return self.pseudo.keep(v)
+        return self.pseudonym("model", v, "model-")
+
+    def mcp_server(self, server: str) -> str:
+        """Keyed pseudonym of an MCP server name, equal in ``serverName`` and in ``mcp__<server>__<tool>``."""
+        return self.pseudonym("mcp-server", _MCP_SAFE_RX.sub("_", server), "srv_", 8)
+
+    def mcp_tool(self, tool: str) -> str:
+        return self.pseudonym("mcp-tool", tool, "tool_", 8)
+
+    def tool_name(self, name: str) -> str:
+        """Claude Code's tools are kept; any other tool name only when it matches the tool-name
+        grammar (schema.TOOL_NAME_RX) and holds no secret, else ``tool_<hash>``. With
+        ``pseudonymize_mcp``, ``mcp__server__tool`` becomes ``mcp__srv_<hash>__tool_<hash>``."""
+        if not self.keep_tool_names:
+            return "tool_" + self.keys.short("tool", name, 10)
+        if name in BUILTIN_TOOLS:
+            return name
+        if not TOOL_NAME_RX.match(name) or find(name):
+            return self.pseudonym("tool", name, "tool_")
+        if self.pseudonymize_mcp and name.startswith("mcp__"):
+            server, sep, tool = name[5:].partition("__")
+            return "mcp__" + self.mcp_server(server) + (sep + self.mcp_tool(tool) if sep else "")
+        return self.pseudo.keep(name)
+
+    def tool_name_field(self, key: str, v: str) -> str:
+        """``toolName``, ``serverName``, ``hookName`` (progress and hook records)."""
+        if key == "serverName":
+            if self.pseudonymize_mcp:
+                return self.mcp_server(v)
+            return self.pseudo.keep(v) if _SERVER_NAME_RX.match(v) and not find(v) else self.pseudonym("mcp-server", v, "srv_", 8)
+        if key == "toolName":
+            if self.pseudonymize_mcp and v not in BUILTIN_TOOLS and not v.startswith("mcp__") and TOOL_NAME_RX.match(v):
+                return self.mcp_tool(v)  # the tool part of an MCP tool (its server is in serverName)
+            return self.tool_name(v)
+        m = HOOK_NAME_RX.match(v)  # hookName: Event or Event:ToolName / Event:source
+        if not m or m.group(1) not in ENUM_VOCAB["hookEvent"]:
+            return self.pseudonym("hook", v, "hook_")
+        event, rest = m.group(1), m.group(2)
+        if rest is None:
+            return event
+        if rest in _HOOK_SOURCES and event not in _TOOL_HOOKS:
+            return v
+        return event + ":" + self.tool_name(rest)
 
     # --- records ------------------------------------------------------------------------
     def record(self, rec: dict) -> dict:
@@ -77,22 +170,23 @@ class Anonymizer:
         rtype = rec.get("type")
         out: dict[str, Any] = {}
         for k, v in rec.items():
+            nk = self.dict_key(k)
             if k == "message" and isinstance(v, dict) and rtype in ("user", "assistant"):
                 self.in_context = True
                 try:
-                    out[k] = self.message(v, cwd, rtype, rec)
+                    out[nk] = self.message(v, cwd, rtype, rec)
                 finally:
                     self.in_context = False
             elif k == "attachment" and rtype == "attachment":
                 anon = self.value(k, v, cwd)
-                out[k] = anon
+                out[nk] = anon
                 self.in_context = True
                 self.add_block(canonical_json(v), anon, canonical_json)
                 self.in_context = False
             elif k == "gitBranch" and isinstance(v, str):
-                out[k] = self.pseudo.branch(v)
+                out[nk] = self.pseudo.branch(v)
             else:
-                out[k] = self.value(k, v, cwd)
+                out[nk] = self.value(k, v, cwd)
         return out
 
     def value(self, key: str, v: Any, cwd: str | None) -> Any:
@@ -104,20 +198,37 @@ class Anonymizer:
             return [self.value(key, x, cwd) for x in v]
         if isinstance(v, dict):
             if key in KEEP_WHOLE:
-                return self.keep_tree(v)
+                return self.meta_tree(key, v)
             if key == "message" and ("content" in v or "role" in v):
                 return self.message(v, cwd, str(v.get("role") or ""), None)
             return {self.dict_key(k): self.value(k, x, cwd) for k, x in v.items()}
         return v
 
-    def keep_tree(self, v: Any) -> Any:
+    def meta_tree(self, key: str, v: Any) -> Any:
+        """``usage``, ``cache_creation``, ``compactMetadata``, ``thinkingMetadata``: numbers,
+        booleans and known keys are kept; a string only under a known key and in its
+        vocabulary (``service_tier: standard``), else filler; an unknown key only over a
+        number (else pseudonymized)."""
+        if v is None or isinstance(v, (bool, int, float)):
+            return v
         if isinstance(v, str):
-            return self.pseudo.keep(v)
+            if key in USAGE_STRING_KEYS or key in KEEP_KEYS:
+                kept = self.enum_value(key, v)
+                if kept is not None:
+                    return kept
+            return self.texts.text(v)
         if isinstance(v, list):
-            return [self.keep_tree(x) for x in v]
+            return [self.meta_tree(key, x) for x in v]
         if isinstance(v, dict):
-            return {self.pseudo.keep(k): self.keep_tree(x) for k, x in v.items()}
+            return {self.meta_key(k, x): self.meta_tree(k, x) for k, x in v.items()}
         return v
+
+    def meta_key(self, k: str, v: Any) -> str:
+        if k in META_KEYS:
+            return k
+        if (v is None or isinstance(v, (bool, int, float))) and META_KEY_RX.match(k) and not find(k):
+            return k
+        return self.pseudonym("metakey", k, "k_")
 
     def string(self, key: str, v: str, cwd: str | None) -> Any:
         if key in ID_KEYS:
@@ -132,25 +243,27 @@ class Anonymizer:
             return self.pseudo.opaque(v)
         if key == "data" and len(v) >= 64 and B64_RX.match(v):
             return self.pseudo.image(v)
-        if (key in KEEP_KEYS or (self.keep_tool_names and key in TOOL_NAME_KEYS)) and looks_like_enum(key, v):
-            return self.pseudo.keep(v)
+        if key == "model":
+            return self.model(v)
+        if key in KEEP_KEYS:
+            kept = self.enum_value(key, v)
+            if kept is not None:
+                return kept
+            self.s.enums_replaced += 1
+        elif self.keep_tool_names and key in TOOL_NAME_KEYS:
+            return self.tool_name_field(key, v)
         return self.texts.text(v)
-
-    def tool_name(self, name: str) -> str:
-        if self.keep_tool_names:
-            return self.pseudo.keep(name)
-        return "tool_" + self.keys.short("tool", name, 10)
 
     # --- message content ----------------------------------------------------------------
     def message(self, msg: dict, cwd: str | None, role: str, rec: dict | None) -> dict:
         out: dict[str, Any] = {}
         for k, v in msg.items():
             if k == "content":
-                out[k] = self.content(v, cwd, role, rec)
+                out[self.dict_key(k)] = self.content(v, cwd, role, rec)
             elif k == "model" and isinstance(v, str):
-                out[k] = self.pseudo.keep(v)
+                out[self.dict_key(k)] = self.model(v)
             else:
-                out[k] = self.value(k, v, cwd)
+                out[self.dict_key(k)] = self.value(k, v, cwd)
         return out
 
     def content(self, content: Any, cwd: str | None, role: str, rec: dict | None) -> Any:
@@ -170,10 +283,11 @@ class Anonymizer:
             return self.value("content", p, cwd)
         ptype = p.get("type")
         if ptype in ("text", "thinking"):
-            return {k: (self.texts.text(v) if k in ("text", "thinking") and isinstance(v, str) else self.value(k, v, cwd))
+            return {self.dict_key(k): (self.texts.text(v) if k in ("text", "thinking") and isinstance(v, str)
+                                       else self.value(k, v, cwd))
                     for k, v in p.items()}
         if ptype == "redacted_thinking":
-            return {k: (self.pseudo.opaque(v) if k == "data" and isinstance(v, str) else self.value(k, v, cwd))
+            return {self.dict_key(k): (self.pseudo.opaque(v) if k == "data" and isinstance(v, str) else self.value(k, v, cwd))
                     for k, v in p.items()}
         if ptype in ("tool_use", "server_tool_use"):
             return self._tool_use(p, cwd)
@@ -189,28 +303,29 @@ class Anonymizer:
         out = {}
         for k, v in p.items():
             if k == "name" and isinstance(v, str):
-                out[k] = self.tool_name(v)
+                out[self.dict_key(k)] = self.tool_name(v)
             elif k == "input":
-                out[k] = self.tool_input(v, cwd)
+                out[self.dict_key(k)] = self.tool_input(v, cwd)
             else:
-                out[k] = self.value(k, v, cwd)
+                out[self.dict_key(k)] = self.value(k, v, cwd)
         self.add_block(_tool_use_block_text(p), out, _tool_use_block_text)
         return out
 
     def _tool_result(self, p: dict, cwd: str | None) -> dict:
         out = {}
         for k, v in p.items():
+            nk = self.dict_key(k)
             if k == "content":
                 if isinstance(v, str):
-                    out[k] = self.texts.text(v)
+                    out[nk] = self.texts.text(v)
                 elif isinstance(v, list):
-                    out[k] = [self.part(x, cwd) for x in v]
+                    out[nk] = [self.part(x, cwd) for x in v]
                 else:
-                    out[k] = self.value(k, v, cwd)
+                    out[nk] = self.value(k, v, cwd)
             else:
-                out[k] = self.value(k, v, cwd)
+                out[nk] = self.value(k, v, cwd)
         if isinstance(p.get("content"), list):
-            self.add_block(_tool_result_text(p.get("content")), out.get("content"), _tool_result_text)
+            self.add_block(_tool_result_text(p.get("content")), out.get(self.dict_key("content")), _tool_result_text)
         return out
 
     def _media(self, p: dict, ptype: str, cwd: str | None) -> dict:
@@ -218,10 +333,11 @@ class Anonymizer:
         out = {}
         for k, v in p.items():
             if k == "source" and isinstance(v, dict):
-                out[k] = {sk: (self.pseudo.image(sv) if sk == "data" and isinstance(sv, str) else self.value(sk, sv, cwd))
-                          for sk, sv in v.items()}
+                out[self.dict_key(k)] = {
+                    self.dict_key(sk): (self.pseudo.image(sv) if sk == "data" and isinstance(sv, str) else self.value(sk, sv, cwd))
+                    for sk, sv in v.items()}
             else:
-                out[k] = self.value(k, v, cwd)
+                out[self.dict_key(k)] = self.value(k, v, cwd)
         if ptype == "document":
             self.add_block(canonical_json(p), out, canonical_json)
         return out

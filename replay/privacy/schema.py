@@ -2,7 +2,8 @@
 
 The record walker (``replay.privacy.records``) decides per field from these sets: identifiers
 get pseudonyms, paths path pseudonyms, timestamps are kept (or shifted), enum-like values and
-whole ``usage`` trees are kept (scrubbed), opaque blobs are redrawn, everything else is text.
+``usage``-like trees keep their numbers, opaque blobs are redrawn, everything else is text.
+Every value kept verbatim must be in a vocabulary or match a strict grammar (below).
 """
 
 from __future__ import annotations
@@ -35,16 +36,101 @@ OPAQUE_KEYS = frozenset({"signature", "base64"})
 TOOL_PATH_KEYS = frozenset({"file_path", "notebook_path", "path", "filePath", "paths", "cwd", "directory",
                             "dir", "working_directory", "workdir", "projectPath"})
 
-_ENUM_RX = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-:]{0,63}$")  # no dots, slashes or @: not a host or path
-_ENUM_SPECIAL = {
-    "version": re.compile(r"^[0-9][0-9A-Za-z.+\-]{0,31}$"),
-    "media_type": re.compile(r"^[a-z]+/[a-z0-9.+\-]{1,40}$"),
-}
+# --- kept values: a known vocabulary per key, or a strict grammar -------------------------
+# A value of a KEEP_KEYS field is kept verbatim only if it is in its key's vocabulary, or
+# (for the open-ended keys in OPEN_ENUM_KEYS, whose values grow with every Claude Code
+# release) matches OPEN_ENUM_RX and spells no sensitive term; otherwise it becomes filler
+# like any text. The vocabularies are the values Claude Code and the Messages API write.
+ENUM_VOCAB: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
+    "type": """user assistant system summary attachment progress message text thinking redacted_thinking
+        tool_use tool_result server_tool_use web_search_tool_result web_fetch_tool_result
+        code_execution_tool_result mcp_tool_use mcp_tool_result container_upload search_result image
+        document base64 url file direct create update delete go ts frame file-history-snapshot
+        queue-operation last-prompt pr-link custom-title tag bash_progress hook_progress agent_progress
+        mcp_progress query_update search_results_received waiting_for_task critical_system_reminder
+        plan_mode todo_reminder task_reminder hook_success hook_system_message hook_error
+        deferred_tools_delta agent_listing_delta skill_listing new_file new_directory edited_text_file
+        edited_image_file opened_file_in_ide selected_lines_in_ide diagnostics compact_file_reference
+        nested_memory queued_command command_permissions ultramemory structured_output invoked_skills
+        enabled auto any tool none ephemeral""",
+    "subtype": """compact_boundary microcompact_boundary stop_hook_summary turn_duration api_error
+        local_command informational init success error error_max_turns error_during_execution
+        error_max_budget_usd""",
+    "role": "user assistant system tool developer",
+    "stop_reason": "end_turn tool_use stop_sequence max_tokens pause_turn refusal model_context_window_exceeded",
+    "userType": "external internal",
+    "entrypoint": """cli claude-desktop claude-vscode claude-code-github-action sdk-cli sdk-ts sdk-py mcp
+        remote local-agent""",
+    "permissionMode": "default acceptEdits bypassPermissions plan dontAsk auto",
+    "level": "info suggestion high medium low none error debug warning warn notice critical trace fatal",
+    "trigger": "auto manual",
+    "operation": """enqueue dequeue remove popAll goToDefinition findReferences hover documentSymbol
+        workspaceSymbol goToImplementation prepareCallHierarchy incomingCalls outgoingCalls""",
+    "service_tier": "standard priority batch flex",
+    "speed": "standard fast",
+    "inference_geo": "not_available global us eu",
+    "hookEvent": """PreToolUse PostToolUse PostToolUseFailure Notification UserPromptSubmit Stop SubagentStart
+        SubagentStop PreCompact SessionStart SessionEnd PermissionRequest Setup""",
+    "promptSource": "sdk cli user hook",
+    "retrieval_status": "success not_ready error failed pending",
+    "mode": "content files_with_matches count default plan acceptEdits bypassPermissions",
+    "status": """completed pending in_progress started failed async_launched running deleted success error
+        cancelled canceled killed stopped timeout queued done interrupted aborted""",
+    "kind": "committed",
+    "encoding": "utf-8 utf8 utf-16 utf-16le ascii latin1 latin-1 base64 binary hex",
+}.items()}
+OPEN_ENUM_KEYS = frozenset({"type", "subtype"})
+OPEN_ENUM_RX = re.compile(r"^[a-z]{2,20}(?:[_\-][a-z]{2,20}){0,4}$")  # snake/kebab case words, no digits
+# Strict grammars of the kept fields that are not enums. ``model``: lower-case, an optional
+# ``provider/`` prefix and one ``:``/``@`` suffix (``us.anthropic.claude-sonnet-4-v1:0``,
+# ``claude-opus-4@20250514``, ``anthropic/claude-sonnet-4``, ``llama3:8b``); no spaces, no path
+# (a leading ``/``, ``~``, ``..``), no upper case, no second ``:`` (``ft:gpt-4o:my-org:x``
+# names an organisation).
+MODEL_RX = re.compile(r"^(?:[a-z][a-z0-9\-]{0,30}/)?[a-z][a-z0-9._\-]{0,62}(?:[:@][a-z0-9._\-]{1,24})?$")
+MODEL_VOCAB = frozenset({"<synthetic>"})
+# ``version``: dotted numbers and an optional pre-release word (``2.1.17``, ``1.0.0-beta.2``)
+VERSION_RX = re.compile(r"^\d{1,4}(?:\.\d{1,6}){1,3}(?:-(?:alpha|beta|rc|dev|pre|preview|canary|next|nightly)"
+                        r"(?:[.\-]?\d{1,8})?)?$")
+MEDIA_TYPE_RX = re.compile(r"^(?:image|text|application|audio|video|font)/[a-z0-9.+\-]{1,40}$")
+# Tool names: letters, digits, ``_`` and ``-`` (``Bash``, ``mcp__server__tool``, ``apply_patch``);
+# ``hookName`` is ``Event`` or ``Event:ToolName``/``Event:source``.
+TOOL_NAME_RX = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,127}$")
+HOOK_NAME_RX = re.compile(r"^([A-Za-z]{2,40})(?::(.{1,160}))?$")
+# Claude Code's own tools: never MCP, never pseudonymized by ``pseudonymize_mcp``.
+BUILTIN_TOOLS = frozenset("""Agent Bash BashOutput Edit EnterPlanMode ExitPlanMode Glob Grep KillShell KillBash LS LSP
+    MultiEdit NotebookEdit NotebookRead Read Skill SlashCommand Task TaskCreate TaskGet TaskList TaskOutput
+    TaskStop TaskUpdate TodoRead TodoWrite WebFetch WebSearch Write AskUserQuestion ListMcpResourcesTool
+    ReadMcpResourceTool""".split())
+
+# ``usage`` trees: numbers under known keys or snake_case names; strings only under these
+# keys and in their vocabulary (``type`` in ``usage.iterations`` entries).
+USAGE_STRING_KEYS = frozenset({"service_tier", "inference_geo", "speed", "type"})
+# Keys of ``usage``, ``cache_creation``, ``compactMetadata`` and ``thinkingMetadata`` trees that
+# are kept whatever their value's type; any other key is kept only over a number, a boolean or
+# null, and only if it is a plain lower-case name (else it is pseudonymized).
+META_KEYS = frozenset("""input_tokens output_tokens cache_creation_input_tokens cache_read_input_tokens
+    cache_creation ephemeral_5m_input_tokens ephemeral_1h_input_tokens server_tool_use web_search_requests
+    web_fetch_requests code_execution_requests service_tier inference_geo speed iterations type
+    preTokens postTokens trigger level disabled triggers maxThinkingTokens durationMs""".split())
+META_KEY_RX = re.compile(r"^[a-z][A-Za-z0-9_]{0,63}$")
+INFERENCE_GEO_RX = re.compile(r"^(?:[a-z]{2,3}(?:[-_][a-z0-9]{1,12}){0,2}|not_available|)$")
+
 IDENT_KEY_RX = re.compile(r"^[A-Za-z_$@][A-Za-z0-9_$\-]{0,63}$")  # a dict key that is a name, not data
 FILENAME_RX = re.compile(r"^[\w.@-]+\.[A-Za-z0-9]{1,8}$")
 B64_RX = re2.compile(r"^[A-Za-z0-9+/=\r\n]{64,}$")  # an image or file payload
 
 
-def looks_like_enum(key: str, v: str) -> bool:
-    """Can the value of a ``KEEP_KEYS`` field be kept? Only when it cannot be a path, host or prose."""
-    return bool(_ENUM_SPECIAL.get(key, _ENUM_RX).match(v))
+def enum_ok(key: str, v: str) -> bool:
+    """May the value of a ``KEEP_KEYS`` field be kept verbatim? (Sensitive terms are checked
+    by the caller for values admitted by a grammar rather than a vocabulary.)"""
+    if v in ENUM_VOCAB.get(key, ()):
+        return True
+    if key == "version":
+        return bool(VERSION_RX.match(v))
+    if key == "model":
+        return v in MODEL_VOCAB or bool(MODEL_RX.match(v))
+    if key in ("media_type", "type") and MEDIA_TYPE_RX.match(v):
+        return True
+    if key == "inference_geo":
+        return bool(INFERENCE_GEO_RX.match(v))
+    return key in OPEN_ENUM_KEYS and bool(OPEN_ENUM_RX.match(v))

@@ -15,7 +15,7 @@ Rules (``RULES`` lists them with a description; ``docs/privacy.md`` explains eac
   database URLs and in any ``scheme://user:pass@host``, ``Authorization``/``Bearer``
   headers, ``password=``/``secret:``/``TOKEN=``/``api_key:`` assignments in code, config
   and ``.env`` files and ``--password`` command-line flags;
-* ``high_entropy``: base64/base62-looking runs of 20-300 characters that mix upper case,
+* ``high_entropy`` (``replay.privacy.entropy``): base64/base62-looking runs of 20-300 characters that mix upper case,
   lower case and digits, switch character class often (random strings do, identifiers do
   not) and have high Shannon entropy for their length.
 
@@ -28,14 +28,14 @@ caught when its context says so (``SECRET_KEY=``, ``private_key_id``, ...).
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import re2
 
-__all__ = ["Finding", "Rule", "RULES", "find", "scrub", "redaction"]
+from replay.privacy.entropy import HIGH_ENTROPY, entropy_spans, looks_random
+
+__all__ = ["Finding", "Rule", "RULES", "find", "looks_random", "scrub", "redaction"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +177,42 @@ def _check_url_password(_key: bytes, value: bytes) -> bool:
     return _not_placeholder(value) or (len(value) >= 4 and not value.startswith((b"$", b"<", b"{", b"%")))
 
 
+_PATHLIKE_RX = re2.compile(rb"^(?:[/~\\]|\.\.?/|[A-Za-z]:[\\/])")
+_LETTERS_RX = re2.compile(rb"^[A-Za-z]+$")
+
+
+def _check_inline_value(key: bytes, value: bytes) -> bool:
+    """``password=VALUE`` without quotes anywhere in a line. Unlike ``password: X`` (a type
+    annotation in TS), ``=`` assigns, so a value with a digit or a symbol is a literal; values
+    made only of letters (``PasswordInput``, ``hashed``), dotted names and paths
+    (``PWD=/home/...``) are not taken for secrets."""
+    v = value.rstrip(b".:")
+    if len(v) < 4 or _PATHLIKE_RX.match(v) or _IDENT_RX.match(v) or _CODE_PUNCT_RX.search(v) or b"**" in v:
+        return False
+    if not _not_placeholder(v):
+        return False
+    if _LETTERS_RX.match(v) or (_LOWER_WORDS_RX.match(v) and len(v) < 24):
+        return False
+    return True
+
+
+def _check_query_value(key: bytes, value: bytes) -> bool:
+    """A URL query credential: any literal that is not a placeholder or a short word."""
+    v = value.rstrip(b".,;:)")
+    if not _not_placeholder(v) or v.upper().startswith((b"%7B", b"%24", b"%3C")):
+        return False
+    return not (_LOWER_WORDS_RX.match(v) and len(v) < 24)
+
+
+def _check_cli_value(key: bytes, value: bytes) -> bool:
+    """``mysql -pSECRET`` / ``sshpass -p SECRET``: any literal of 3+ characters that is not a
+    variable or placeholder."""
+    v = value.strip()
+    if len(v) < 3 or v.startswith((b"$", b"<", b"{", b"%", b"*", b"`")) or b"${" in v:
+        return False
+    return v.lower() not in _PLACEHOLDER_WORDS and not _SAME_CHAR_RX.match(v)
+
+
 def _check_sk(_key: bytes, value: bytes) -> bool:
     return _has_digit(value) and _has_upper(value) and _has_lower(value)
 
@@ -188,6 +224,7 @@ def _check_sk(_key: bytes, value: bytes) -> bool:
 
 _E = r"(?:[^A-Za-z0-9_\-]|$)"
 _E64 = r"(?:[^A-Za-z0-9/+=]|$)"
+_E_ALNUM = r"(?:[^A-Za-z0-9]|$)"  # a fixed-length token may run into ``_``/``-`` (``AKIA..._prod``)
 _KW = (r"(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|"
        r"private[_-]?key|client[_-]?secret|credentials?|auth[_-]?token|secret[_-]?key)")
 _KW_UP = (r"(?:PASSWORD|PASSWD|PASSPHRASE|PWD|SECRET|TOKEN|API_?KEY|APIKEY|ACCESS_?KEY|AUTH_?KEY|PRIVATE_?KEY|"
@@ -197,14 +234,15 @@ def _token_rule(name: str, description: str, token: str, end: str = "", *, ancho
                 check: Callable[[bytes, bytes], bool] | None = None) -> Rule:
     """A credential recognised by its own form (a provider prefix): ``token`` from a word
     start, captured as the secret, then ``end`` (``_E``: the token's alphabet ends there)."""
-    return Rule(name, description, r"\b(" + token + ")" + end, check, anchor=anchor)
+    # ``_`` counts as a word start too: a key pasted into an identifier (``mcp__x__AKIA...``)
+    return Rule(name, description, r"(?:\b|_)(" + token + ")" + end, check, anchor=anchor)
 
 
 RULES: tuple[Rule, ...] = (
     Rule("private_key", "PEM private key block (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP), also unterminated or with escaped newlines",
          r"(?s)(-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:.,-]*))", anchor='PRIVATE KEY'),
     _token_rule("aws_access_key_id", "AWS access key id (AKIA/ASIA/... + 16 base32 characters)",
-                r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|AKPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16}", _E,
+                r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|AKPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16}", _E_ALNUM,
                 anchor='A(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|KPA|NPA|NVA|ROA|PKA|SCA)[A-Z0-9]{16}'),
     Rule("aws_secret_access_key", "AWS secret access key (40 base64 characters after an aws_secret_access_key / SecretAccessKey name)",
          r"(?i)(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?\s*(?:=|:|=>)?\s*[\"']?([A-Za-z0-9/+]{40})" + _E64, anchor='(?i)secret_?access_?key'),
@@ -264,6 +302,21 @@ RULES: tuple[Rule, ...] = (
          r"|(?i:--(?:password|passwd|token|api-key|apikey|secret|client-secret|auth-token)[= ]([^\s\"'$][^\s\"']{5,}))"
          r"|\bcurl\b[^\n]*?\s-u\s+[\"']?[^\s:\"']+:([^\s\"'@$]{4,})",
          None, anchor=r'(?i:pass|pwd|secret|token|api_?key|apikey|access_?key|auth|credential|curl)|PAT'),
+    Rule("password_assignment", "unquoted password=/passwd=/pwd=/pass= anywhere in a line (shell, URLs, kwargs, "
+         "connection strings), PGPASSWORD=..., MYSQL_PWD=...",
+         r"(?:\b(?i:[a-z0-9_.\-]*[_.\-])?(?i:password|passwd|passphrase|pwd|pass)|\b[A-Z0-9_]*(?:PASSWORD|PASSWD|PWD))"
+         r"[ \t]*=[ \t]*([^\s\"'`&;,()<>|\[\]{}=\\][^\s\"'`&;,()<>|\[\]{}\\]{3,299})",
+         _check_inline_value, anchor=r'(?i)pass|pwd'),
+    Rule("url_query_secret", "credential in a URL query parameter (?access_token=, &token=, ?api_key=, ?password=, ...)",
+         r"[?&](?i:access[_-]?token|refresh[_-]?token|id[_-]?token|auth[_-]?token|token|api[_-]?key|apikey|key|"
+         r"password|passwd|pwd|pass|secret|client[_-]?secret|private[_-]?token|session[_-]?token)"
+         r"=([^&#\s\"'<>`\\]{4,300})",
+         _check_query_value, anchor=r'(?i)[?&][a-z_\-]*(?:token|key|pass|pwd|secret)='),
+    Rule("cli_password", "password on a command line: mysql/mariadb -pSECRET, sshpass -p SECRET",
+         r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mysqlpump|mariadb|mariadb-dump|mariadb-admin)"
+         r"\b[^\n|;&]{0,300}?\s-p(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|([^\s\"'][^\s\"';|&)]{0,199}))"
+         r"|\bsshpass\b[^\n|;&]{0,100}?\s-p[ \t]*(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|([^\s\"'\-][^\s\"';|&)]{0,199}))",
+         _check_cli_value, anchor=r'mysql|mariadb|sshpass'),
 )
 
 # Per-group validators for the multi-form assignment rule (group index -> check).
@@ -278,119 +331,6 @@ for _r in RULES:
     _SET.Add((_r.anchor or _r.pattern).encode())
 _SET.Compile()
 RULE_INDEX = {r.name: i for i, r in enumerate(RULES)}
-
-# --- high entropy --------------------------------------------------------------------
-
-HIGH_ENTROPY = "high_entropy"
-MIN_ENTROPY_LEN = 20
-MAX_ENTROPY_LEN = 300
-_SKIP_PREFIX = (b"sha1-", b"sha224-", b"sha256-", b"sha384-", b"sha512-", b"md5-",
-                b"iVBORw0KGgo", b"/9j/", b"R0lGOD", b"UklGR", b"PHN2Zy", b"PD94bWwg", b"JVBERi0", b"AAAA")
-# Public object ids with a type prefix (Anthropic, OpenAI, Stripe objects, ...): random, not secret.
-_ID_PREFIX_RX = re2.compile(
-    rb"^(?:msg|msgbatch|toolu|srvtoolu|req|call|chatcmpl|resp|file|run|asst|thread|step|batch|evt|cus|ch|pi|pm|in|"
-    rb"sub|prod|price|acct|org|proj|user|item|fc|ws|rs|cs|seti|src|tok|txn|po|re|cl)[_-]"
-    # Anthropic-style typed ids (agent_msg_01..., toolu_01...), GitHub GraphQL node ids
-    # (PRRT_kwDO..., MDQ6VXNlcj...), libp2p/IPFS peer ids and keys (12D3KooW..., Qm..., CAES...)
-    rb"|^[a-z][a-z_]*_01[A-Za-z0-9]{16,}$|^[A-Z]{1,10}_(?:kw|lA|lQ|lg|kg)[A-Za-z0-9_\-]+$|^M[DT][A-Za-z0-9]{1,3}[Oo6]|^12D3KooW|^Qm[1-9A-HJ-NP-Za-km-z]{44}$|^CAES"
-)
-_ID_LEADS = (b"12D3KooW", b"Qm", b"CAES", b"MD", b"MT")  # id prefixes without '_' or '-'
-_SKIP_BEFORE = (b'W/"', b'W/\\"', b"base64,", b"h1:", b"sha256:", b"sha512:", b"sha1:", b"md5:", b"sha384:")
-_CLASS = bytes(
-    (1 if 65 <= c <= 90 else 2 if 97 <= c <= 122 else 3 if 48 <= c <= 57 else 4) for c in range(256)
-)
-
-
-def _entropy(s: bytes) -> float:
-    n = len(s)
-    return -sum((k / n) * math.log2(k / n) for k in Counter(s).values())
-
-
-def entropy_threshold(n: int) -> float:
-    """Minimum Shannon entropy (bits/char) for a run of length n to count as random.
-
-    A random base62/base64 run of n characters has an empirical entropy close to
-    log2(min(n, 62)); identifiers and words sit below it. The threshold is 80% of
-    log2(n), capped at 4.2 bits, so short tokens are not asked for more than they can carry.
-    """
-    return min(4.2, 0.8 * math.log2(max(n, 2)))
-
-
-# For each character class (1 upper, 2 lower, 3 digit, 4 other): that class -> 'x', the rest -> ' '.
-_RUN_MAPS = tuple(bytes(120 if _CLASS[c] == k else 32 for c in range(256)) for k in (1, 2, 3, 4))
-
-
-def _class_switch_rate(s: bytes) -> float:
-    """Changes of character class (upper/lower/digit/other) per character, counted in C:
-    the number of runs of each class, via translate and split."""
-    runs = sum(len(s.translate(m).split()) for m in _RUN_MAPS)
-    return (runs - 1) / max(1, len(s) - 1)
-
-
-_LOWMAP = bytes(97 if 97 <= c <= 122 else 32 for c in range(256))
-
-
-def _word_fraction(s: bytes) -> float:
-    """Share of characters in word-like runs (3+ lower-case letters and the capital before
-    them): about 0.2 for random base62, 0.6-1.0 for identifiers, paths and prose."""
-    runs = s.translate(_LOWMAP).split()
-    return sum(len(r) + 1 for r in runs if len(r) >= 3) / len(s)
-
-
-def looks_random(tok: bytes) -> bool:
-    """Is this base64/base62-alphabet run a random secret rather than code or a hash?"""
-    core = tok.rstrip(b"=")
-    n = len(core)
-    if n < MIN_ENTROPY_LEN or n > MAX_ENTROPY_LEN:
-        return False
-    if not (_has_upper(core) and _has_lower(core)):
-        return False  # hex digests, UUIDs, snake_case and CONSTANTS never qualify
-    digits = n - len(core.translate(None, _DIGITS))
-    if (n < 28 and not digits) or digits * 2 >= n:
-        return False  # short and digit-free, or mostly digits (timestamps, versions, numeric ids)
-    if core.count(b"/") + core.count(b"-") + core.count(b"_") >= 3:
-        # paths, slugs, dated run ids: most segments are words, numbers or hex, while the
-        # segments of a random base64url string mix cases
-        segs = [s for s in core.replace(b"-", b"/").replace(b"_", b"/").split(b"/") if len(s) >= 4]
-        mixed = sum(1 for s in segs if _has_upper(s) and _has_lower(s) and _word_fraction(s) < 0.55)
-        if mixed * 2 < len(segs):
-            return False
-    if _word_fraction(core) >= 0.55:
-        return False  # made of words: Fleet-Connect-1/build, toHaveBeenCalledWith2
-    if core.startswith(_SKIP_PREFIX):
-        return False
-    head = core[:14]
-    if (b"_" in head or b"-" in head or core.startswith(_ID_LEADS)) and _ID_PREFIX_RX.match(core):
-        return False
-    if _class_switch_rate(core) < 0.30:  # identifiers switch character class every few chars
-        return False
-    return _entropy(core) >= entropy_threshold(n)
-
-
-_TOKEN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
-_TOKMAP = bytes(c if c in _TOKEN_CHARS else 32 for c in range(256))
-
-
-def _entropy_spans(b: bytes) -> list[tuple[int, int]]:
-    """Spans of random-looking runs. Runs are cut with bytes.translate/split (C speed) rather
-    than a regex, because most texts hold many runs and few secrets."""
-    out = []
-    cursor = 0
-    for tok in b.translate(_TOKMAP).split():
-        n = len(tok)
-        if n < MIN_ENTROPY_LEN or n > MAX_ENTROPY_LEN or not looks_random(tok):
-            continue
-        s = b.find(tok, cursor)
-        while s >= 0 and ((s > 0 and b[s - 1] in _TOKEN_CHARS) or (s + n < len(b) and b[s + n] in _TOKEN_CHARS)):
-            s = b.find(tok, s + 1)  # a substring of a longer run: not this token
-        if s < 0:
-            continue
-        cursor = s + n
-        if b[max(0, s - 8):s].endswith(_SKIP_BEFORE):
-            continue
-        out.append((s, s + n))
-    return out
-
 
 # --- find / scrub --------------------------------------------------------------------
 
@@ -440,7 +380,7 @@ def _merge(spans: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
 
 def _find_bytes(b: bytes) -> list[tuple[int, int, str]]:
     spans = _rule_spans(b)
-    ent = _entropy_spans(b)
+    ent = entropy_spans(b)
     all_spans = spans + [(s, e, len(RULES)) for s, e in ent]
     names = [r.name for r in RULES] + [HIGH_ENTROPY]
     return [(s, e, names[i]) for s, e, i in _merge(all_spans)]

@@ -10,7 +10,8 @@ each block's token count to the raw block's by trimming or growing its longest f
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -68,8 +69,63 @@ def materialize(obj: Any, fill: dict[str, str]) -> Any:
     return obj
 
 
+LONG_TEXT = 4 << 20  # texts longer than this are counted in pieces
+_PIECE = 1 << 20
+# Boundaries of o200k's pre-tokenizer: before a newline that follows an ASCII letter or
+# digit (a letter or number pre-token never takes a newline, and the newline run starts
+# there), and after a newline before a character that is neither white space nor "/" (only
+# white-space runs and punctuation followed by newlines and slashes run past a newline).
+# Token counts add up across them (checked on the long strings of the shared corpus and on
+# random text: tests/test_hostile_privacy.py), so a 50 MB text is never tokenized whole.
+_BOUNDARY_RX = re.compile(r"(?<=[A-Za-z0-9])(?=\n)|\n(?=[^\s/])")
+
+
+def count_pieces(s: str, size: int | None = None) -> Iterator[str]:
+    """``s`` cut at pre-tokenizer boundaries into pieces of about ``size`` characters (default
+    ``_PIECE``), lazily: a huge text is never copied whole."""
+    size = size or _PIECE
+    start = 0
+    while len(s) - start > size:
+        m = _BOUNDARY_RX.search(s, start + size)
+        if not m:
+            break
+        yield s[start:m.end()]
+        start = m.end()
+    yield s[start:] if start else s
+
+
+def count_texts(texts: list[str]) -> list[int]:
+    """o200k token counts, like ``count_many``, with memory bounded for huge texts."""
+    if all(len(t) <= LONG_TEXT for t in texts):
+        return count_many(texts)
+    counts = count_many([t if len(t) <= LONG_TEXT else "" for t in texts])
+    for i, t in enumerate(texts):
+        if len(t) > LONG_TEXT:
+            counts[i] = 0
+            batch: list[str] = []
+            for piece in count_pieces(t):
+                batch.append(piece)
+                if len(batch) == 8:
+                    counts[i] += sum(count_many(batch))
+                    batch = []
+            counts[i] += sum(count_many(batch))
+    return counts
+
+
 def digest(s: str) -> bytes:
-    return hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    if len(s) <= _PIECE:
+        return hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    h = hashlib.blake2b(digest_size=16)  # the same digest, without encoding a huge text whole
+    for i in range(0, len(s), _PIECE):
+        h.update(s[i:i + _PIECE].encode("utf-8", "surrogatepass"))
+    return h.digest()
+
+
+def utf8_len(s: str) -> int:
+    """Byte length of ``s`` in UTF-8, without encoding a huge text whole."""
+    if s.isascii():
+        return len(s)
+    return sum(len(s[i:i + _PIECE].encode("utf-8", "surrogatepass")) for i in range(0, len(s), _PIECE))
 
 
 class TextResolver:
@@ -84,6 +140,8 @@ class TextResolver:
         # deterministic, so the same text in another file gets the same filler again)
         self.fill: dict[str, str] = {}
         self.fill_secrets: dict[str, int] = {}  # raw text -> scrub findings
+        self.fill_chars = 0  # size of the cache's raw texts and fillers
+        self.huge: list[str] = []  # cached raw texts longer than LONG_TEXT
         # digest(filler) -> digest(raw text), for the whole run: different texts never share
         # a filler (16-byte digests keep memory small on large trees)
         self.used: dict[bytes, bytes] = {}
@@ -112,6 +170,22 @@ class TextResolver:
     def end_file(self) -> None:
         self.fill.clear()
         self.fill_secrets.clear()
+        self.fill_chars = 0
+        self.huge = []
+
+    def forget_huge(self) -> None:
+        """Drop the cache entries of huge texts (once their batch is materialized): a text of
+        tens of MB is not kept raw while its filler is written."""
+        for raw in self.huge:
+            self.fill_chars -= len(raw) + len(self.fill.pop(raw, ""))
+            self.fill_secrets.pop(raw, None)
+        self.huge = []
+
+    def trim(self, max_chars: int) -> None:
+        """Bound the raw text -> filler cache of a large file (fillers are deterministic: a
+        text met again after a clear gets the same filler, only its distinct count repeats)."""
+        if self.fill_chars > max_chars:
+            self.end_file()
 
     # --- fillers of texts ------------------------------------------------------------------
     def resolve_texts(self, texts: list[Text]) -> None:
@@ -121,7 +195,7 @@ class TextResolver:
             return
         self.s.unique_texts += len(todo)
         seeds = self._seeds(todo)
-        targets = dict(zip(todo, count_many(todo)))
+        targets = dict(zip(todo, count_texts(todo)))
         attempt = dict.fromkeys(todo, 0)
         work = todo
         made: dict[str, str] = {}
@@ -134,6 +208,9 @@ class TextResolver:
         for raw in todo:  # give up on uniqueness after many attempts (only for 1-2 token texts)
             if raw not in self.fill:
                 self.fill[raw] = made.get(raw, "")
+            self.fill_chars += len(raw) + len(self.fill[raw])
+            if len(raw) > LONG_TEXT:
+                self.huge.append(raw)
 
     def _seeds(self, todo: list[str]) -> dict[str, bytes]:
         """Per text, the keyed seed of its filler, from its scrubbed form: a secret never
@@ -151,7 +228,7 @@ class TextResolver:
         made = {}
         for raw in work:
             seed = seeds[raw] if attempt[raw] == 0 else self.prf(b"filler-retry", seeds[raw] + bytes([attempt[raw]]), 32)
-            made[raw] = self.fillers.make(seed, targets[raw], len(raw.encode("utf-8", "surrogatepass")), raw.count("\n"))
+            made[raw] = self.fillers.make(seed, targets[raw], utf8_len(raw), raw.count("\n"))
         return made
 
     def _fix_counts(self, made: dict[str, str], seeds: dict[str, bytes], targets: dict[str, int]) -> None:
@@ -160,7 +237,7 @@ class TextResolver:
         for _fix in range(8):
             if not pending:
                 break
-            counts = count_many([made[r] for r in pending])
+            counts = count_texts([made[r] for r in pending])
             still = []
             for raw, c in zip(pending, counts):
                 if c != targets[raw]:
@@ -168,7 +245,7 @@ class TextResolver:
                     still.append(raw)
             pending = still
         if pending:
-            counts = count_many([made[r] for r in pending])
+            counts = count_texts([made[r] for r in pending])
             self.s.filler_mismatch += sum(1 for r, c in zip(pending, counts) if c != targets[r])
 
     def _claim(self, work: list[str], made: dict[str, str], attempt: dict[str, int]) -> list[str]:
@@ -198,12 +275,12 @@ class TextResolver:
         if not blocks:
             return
         self.s.blocks_checked += len(blocks)
-        raw_counts = count_many([b.raw_text for b in blocks])
+        raw_counts = count_texts([b.raw_text for b in blocks])
         todo = self._match_block_counts(blocks, raw_counts)
         self._keep_blocks_distinct(blocks)
         if todo:
             texts = [self._render(blocks[i]) for i in todo]
-            self.s.blocks_token_mismatch += sum(1 for i, c in zip(todo, count_many(texts)) if c != raw_counts[i])
+            self.s.blocks_token_mismatch += sum(1 for i, c in zip(todo, count_texts(texts)) if c != raw_counts[i])
 
     def _render(self, b: Block) -> str:
         return b.render(materialize(b.anon, self.fill))
@@ -217,7 +294,7 @@ class TextResolver:
             if not todo:
                 break
             texts = [self._render(blocks[i]) for i in todo]
-            counts = count_many(texts)
+            counts = count_texts(texts)
             nxt = []
             for i, c in zip(todo, counts):
                 delta = c - raw_counts[i]

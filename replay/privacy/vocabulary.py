@@ -27,7 +27,7 @@ area around article artist assume attention author available average award balan
 battery beautiful because become before begin behavior behind believe benefit better between beyond
 billion board body border bottom break bring brother budget building business button camera campaign
 cancel capital capture career carry catch category cause center central century certain chance change
-chapter character charge check child choice choose church citizen claim class clear close coach
+chapter character charge check child choice choose citizen claim class clear close coach
 collection college color combine comfort command comment common community company compare complete
 computer concern condition conference consider consumer contain content context continue contract
 control corner correct country couple course court cover create credit culture current 
@@ -36,25 +36,25 @@ determine develop difference different difficult dinner direction director disco
 display distance document double doubt dream drive during early economy edition editor education
 effect effort eight either election element employee energy engine enjoy enough enter entire
 environment equal escape especially establish evening every evidence exactly example exist expect
-experience expert explain express factor family father feature federal feeling fight figure final
+experience expert explain express factor family father feature federal feeling figure final
 finally finance finger finish first floor flower follow force foreign forget former forward freedom
 friend front function future garden general generation gentle government great ground growth guess
 happen happy hardware health heart heavy height history holder hospital hotel house however human
 hundred husband idea image impact important improve include increase indeed industry inside instead
 interest interview island itself kitchen knowledge language large later launch lawyer leader learn
 least leave legal length letter light listen little machine magazine major manage market matter maybe
-measure media medical member memory mention method middle might military million minute mission
+measure media medical member memory mention method middle might million minute mission
 modern moment money month morning mother motion mountain movement music myself nation natural nature
 nearly necessary never news night normal north nothing notice object obvious offer office officer
 often option organization other outside owner paper parent particular partner party pattern people
 percent perform perhaps period person phone physical picture piece place planet plant player please
-police policy political popular position positive possible power practice prepare present president
+police policy popular position positive possible power practice prepare present president
 pressure pretty prevent price print private problem produce product professor program property
 protect prove provide public purpose quality question quickly quite radio range rather reach reader
 ready reality reason receive recent reduce region relate remember represent require research resource
 respond return reveal right river round rule safety scene school science screen season second
 security select sense series serious seven several shadow shake share short should shoulder signal
-silence simple simply since single sister situation skill small social society soldier somebody
+silence simple simply since single sister situation skill small social society somebody
 someone something sometimes south space speak special speech spend sport spring staff standard
 statement station still story strategy street strong structure student study style subject success
 sudden suffer suggest summer surface table teacher technology television temperature theory thing
@@ -63,6 +63,32 @@ training travel treatment trial trouble truth under understand union until upon 
 village visit voice wait walk wall watch water weather week weight western whatever
 whether which while white whole window winter within without woman wonder world worry write writer
 wrong yard year young yourself""".split()
+
+
+# Words a filler or a path pseudonym may never be (exact, lower case) or contain (roots):
+# slurs, profanity, sexual and violent terms, in English and in the languages whose words
+# the syllable generator happens to spell (it makes real words: "puta", "culo", "nazi").
+# Checked on every candidate word (``filler_vocabulary``) and on every composed path word
+# (``paths.PathNamer``); tests/test_anonymize.py holds an independent deny list.
+_OFFENSIVE_WORDS = frozenset("""
+anal anus arse ass bum butt boob boobs bomb bombs bitch cock coon crap culo cum cums cunt
+dago dagos damn dead death dick die dies dildo dyke fag fags fuck fuk gay gook gun guns hell hoe
+hoes homo homos hore hores jap japs jew jews kafir kike kill kills kkk lesbo molest moron nazi nazis
+negro nigga nude nudes orgy paki pedo pene penes penis pimp piss poop porn puta putas puto putos
+rape raped raper rapes sex sexy semen shit slut sperm spic tit tits titi twat vagina vulva wank
+whore wop
+""".split())
+_OFFENSIVE_ROOTS = ("nazi", "rapist", "pedo", "porn", "fuck", "shit", "cunt", "nigg", "kike", "slut",
+                    "whore", "dildo", "penis", "vagin", "pussy", "bitch", "hitler", "molest", "incest",
+                    "jihad", "fagg", "retard", "sperm", "orgasm", "erotic", "hentai", "wank", "jizz",
+                    "twat", "bastard", "nutsack", "scrot", "testic", "semen", "puta", "kafir")
+_OFFENSIVE_RX = re.compile("|".join(_OFFENSIVE_ROOTS))
+
+
+def is_offensive(word: str) -> bool:
+    """Is ``word`` (any case, leading space ignored) or does it contain a denied term?"""
+    w = word.strip().lower()
+    return w in _OFFENSIVE_WORDS or bool(_OFFENSIVE_RX.search(w))
 
 
 @lru_cache(maxsize=1)
@@ -84,7 +110,7 @@ def filler_vocabulary() -> tuple[dict[int, tuple[str, ...]], tuple[int, ...]]:
     for _ in range(60000):
         n = rng.choice((3, 3, 4))
         cands.add("".join(rng.choice(cv if i < n - 1 else cv + cvc) for i in range(n)))
-    words = sorted(" " + w for w in cands)
+    words = sorted(" " + w for w in cands if not is_offensive(w))
     counts = count_many(words)
     by_len: dict[int, list[str]] = {}
     for w, c in zip(words, counts):
