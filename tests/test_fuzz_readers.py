@@ -103,9 +103,16 @@ def test_every_reader_survives_arbitrary_records(tmp_path_factory, records):
     for mod in (claude_code, codex, copilot, gemini):
         report = ReadReport()
         try:
-            mod.read_session(path, KEYS, "d", "f", report, data=data)
+            trace = mod.read_session(path, KEYS, "d", "f", report, data=data)
         except FileError:
-            pass
+            continue
+        # anything but FileError propagates and fails the test; what the reader skipped is
+        # counted by a known reason, and a trace it returns is consistent
+        assert set(report.skipped) <= set(SKIP_REASONS), (mod.__name__, report.skipped)
+        assert all(n > 0 for n in report.skipped.values())
+        if trace is not None:
+            assert all(len(v) == trace.n_blocks for v in trace.blocks.values()), mod.__name__
+            assert all(len(v) == trace.n_requests for v in trace.requests.values()), mod.__name__
 
 
 def test_intact_sessions_ingest_beside_broken_ones(tmp_path):

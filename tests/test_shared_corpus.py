@@ -124,3 +124,37 @@ def test_no_raw_text_from_the_logs_in_the_database(corpus):
     needles = {n for n in needles if not all(ch in "0123456789abcdef" for ch in n)}
     assert len(needles) > 500
     _assert_absent(db, sorted(needles))
+
+
+def test_fidelity_both_variants(corpus):
+    """The no-op replay against the recorded usage on the 27 logs. Calibrated (the default every run
+    uses): >= 26/27 sessions within the per-session targets, corpus-wide reads 0.5%, writes 2%, cost
+    0.5%, >= 99.5% of requests whose simulated read matches the recorded one within max(256 tokens,
+    1%). Model only (no observed evictions or later warm prefixes): the values measured on
+    2026-11-23 as regression floors (16/27, reads +0.76%, writes -22.1%, cost -9.0%, 97.57%)."""
+    from replay import store
+    from replay.engine import ReplayOptions
+    from replay.experiments.validate import validate
+
+    _, db, _ = corpus
+    con = store.connect(db, read_only=True)
+    rep = validate(con, "default", ReplayOptions())
+    con.close()
+    o = rep["overall"]
+    cal, mo = rep["variants"]["calibrated"], rep["variants"]["model_only"]
+    assert o["sessions"] == cal["sessions"] == mo["sessions"] == 27
+    assert cal["sessions_within_targets"] >= 26 and o["sessions_within_targets"] == cal["sessions_within_targets"]
+    e = cal["rel_error"]
+    assert abs(e["cache_read"]) <= 0.005 and abs(e["cache_write"]) <= 0.02 and abs(e["cost"]) <= 0.005
+    assert cal["request_match"] >= 0.995 and o["request_match"] == cal["request_match"]
+    assert o["request_match_counts"]["requests"] == cal["requests"] == 2758
+    assert mo["sessions_within_targets"] >= 16
+    m = mo["rel_error"]
+    assert abs(m["cache_read"]) <= 0.01 and abs(m["cache_write"]) <= 0.23 and abs(m["cost"]) <= 0.095
+    assert mo["request_match"] >= 0.975
+    # the per-session figures add up to the corpus-wide ones, per variant
+    for name in ("calibrated", "model_only", "raw_bpe"):
+        per = [s["variants"][name] for s in rep["sessions"]]
+        assert sum(p["within_targets"] for p in per) == rep["variants"][name]["sessions_within_targets"]
+        for k in ("requests", "matched", "sim_less", "sim_more"):
+            assert sum(p[k] for p in per) == rep["variants"][name][k]

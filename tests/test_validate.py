@@ -32,7 +32,12 @@ def test_sample_noop_reproduces_recorded_usage(sample_db):
     # the generator's usage follows the cache model with exact o200k counts: anchoring is exact
     assert abs(o["rel_error"]["input_total"]) < 1e-9
     assert abs(o["rel_error"]["cache_read"]) < 0.005
-    assert abs(rep["variants"]["raw_bpe"]["input_total"]) < 1e-9
+    assert abs(rep["variants"]["raw_bpe"]["rel_error"]["input_total"]) < 1e-9
+    for name in ("calibrated", "model_only", "raw_bpe"):
+        v = rep["variants"][name]
+        assert v["sessions"] == 6 and 0 <= v["sessions_within_targets"] <= 6
+        assert v["requests"] == v["matched"] + v["sim_less"] + v["sim_more"] > 0
+        assert v["request_match"] == v["matched"] / v["requests"]
 
 
 def test_validate_cli_json_shape_and_plot(sample_db, tmp_path):
@@ -42,9 +47,65 @@ def test_validate_cli_json_shape_and_plot(sample_db, tmp_path):
     data = json.loads(r.output)
     assert set(data) >= {"sessions", "overall"}
     s0 = data["sessions"][0]
-    assert {"session_id", "recorded", "simulated", "rel_error"} <= set(s0)
+    assert {"session_id", "recorded", "simulated", "rel_error", "request_match", "variants"} <= set(s0)
     assert set(s0["rel_error"]) == set(TARGETS)
+    o = data["overall"]
+    assert 0 <= o["request_match"] <= 1
+    c = o["request_match_counts"]
+    assert c["requests"] == c["matched"] + c["sim_less"] + c["sim_more"]
+    assert o["request_match"] == c["matched"] / c["requests"]
+    assert set(data["variants"]) == {"calibrated", "model_only", "raw_bpe"}
+    for v in data["variants"].values():
+        assert {"rel_error", "sessions_within_targets", "request_match", "requests", "matched", "sim_less",
+                "sim_more"} <= set(v)
+        assert isinstance(v["sessions_within_targets"], int)
+    for a in o["by_agent"].values():
+        assert set(a["variants"]) == {"calibrated", "model_only", "raw_bpe"}
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["v.png"]  # written under a temporary name, then renamed
+    r = CliRunner().invoke(main, ["validate", "--db", str(sample_db), "--plot", str(plot)])
+    assert r.exit_code == 0, r.output
+    for text in ("calibrated", "model only", "raw BPE", "sessions within targets", "requests whose read matches",
+                 "simulated less / more", "ok (model only)"):
+        assert text in r.output, text
+
+
+def test_read_match_tolerance_is_max_256_tokens_or_1_percent():
+    from replay.experiments.validate import match_counts, read_match
+
+    # recorded 10,000: tolerance 256 tokens (1% would be 100)
+    assert read_match(10_000, 10_000 - 256) == 0 and read_match(10_000, 10_000 + 256) == 0
+    assert read_match(10_000, 10_000 - 257) == -1 and read_match(10_000, 10_000 + 257) == 1
+    # recorded 100,000: tolerance 1% = 1,000 tokens
+    assert read_match(100_000, 99_000) == 0 and read_match(100_000, 98_999) == -1
+    assert read_match(100_000, 101_000) == 0 and read_match(100_000, 101_001) == 1
+    assert read_match(0, 256) == 0 and read_match(0, 300) == 1
+    c = match_counts([10_000, 100_000, 27_000, 150_000, 0], [10_100, 101_500, 27_000, 27_500, 0])
+    assert c == {"requests": 5, "matched": 3, "sim_less": 1, "sim_more": 1}
+
+
+def test_plot_is_written_atomically(tmp_path):
+    from replay.experiments.validate import _save_atomic
+
+    out = tmp_path / "v.png"
+    out.write_bytes(b"old")
+
+    class Broken:
+        def savefig(self, path, **kw):
+            Path(path).write_bytes(b"partial")
+            raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        _save_atomic(Broken(), out)
+    assert out.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["v.png"]
+
+    class Good:
+        def savefig(self, path, **kw):
+            assert Path(path) != out and Path(path).parent == out.parent
+            Path(path).write_bytes(b"new")
+
+    _save_atomic(Good(), out)
+    assert out.read_bytes() == b"new" and [p.name for p in tmp_path.iterdir()] == ["v.png"]
 
 
 def test_replay_cli_stores_a_finished_run(sample_db):
@@ -106,22 +167,14 @@ def test_interrupted_run_never_looks_finished(sample_db):
     con.close()
 
 
-def test_shared_corpus_fidelity(tmp_path):
-    logs = shared_logs("claude-code")
-    db = tmp_path / "cc.duckdb"
-    ingest([logs], db, key_file=tmp_path / "key")
-    con = store.connect(db, read_only=True)
-    rep = validate(con, "default", ReplayOptions())
-    con.close()
-    o = rep["overall"]
-    e = o["rel_error"]
-    assert o["sessions"] == 27
-    assert o["sessions_within_targets"] >= 24
-    assert abs(e["input_total"]) <= 0.01 and abs(e["cache_read"]) <= 0.01
-    assert abs(e["cache_write"]) <= 0.03 and abs(e["cost"]) <= 0.01
+# The claude-code/ fidelity test (both variants) is in tests/test_shared_corpus.py.
 
 
-def test_shared_codex_cached_input_reproduced(tmp_path):
+def test_shared_codex_fidelity_at_its_measured_values(tmp_path):
+    """Codex CLI logs (OpenAI automatic caching): reads, cost and sessions within targets at the
+    values measured on 2026-11-23, calibrated and model only. Calibrated reads fall short of the
+    recorded cached_input_tokens at 17 of 1,017 requests (billed at the full input price, 10x the
+    cached one), hence cost +2.8%; a change to the OpenAI rules must move these on purpose."""
     logs = shared_logs("codex")
     db = tmp_path / "cx.duckdb"
     ingest([logs], db, key_file=tmp_path / "key")
@@ -129,9 +182,64 @@ def test_shared_codex_cached_input_reproduced(tmp_path):
     rep = validate(con, "default", ReplayOptions())
     con.close()
     codex = rep["overall"]["by_agent"]["codex"]
-    assert codex["sessions"] == 5
-    assert abs(codex["rel_error"]["input_total"]) < 1e-6
-    assert abs(codex["rel_error"]["cache_read"]) <= 0.03  # recorded cached_input_tokens, corpus-wide
+    assert codex["sessions"] == 5 and rep["overall"]["sessions"] == 5
+    assert rep["overall"]["recorded"]["cost"] == pytest.approx(95.87, abs=0.01)
+    cal, mo = rep["variants"]["calibrated"], rep["variants"]["model_only"]
+    assert abs(cal["rel_error"]["input_total"]) < 1e-6
+    assert -0.010 <= cal["rel_error"]["cache_read"] <= 0.0  # measured -0.52%
+    assert 0.023 <= cal["rel_error"]["cost"] <= 0.033  # measured +2.79%
+    assert cal["sessions_within_targets"] == 3  # measured 3/5
+    assert 0.978 <= cal["request_match"] <= 0.99 and cal["sim_more"] == 0  # measured 98.33%
+    assert -0.097 <= mo["rel_error"]["cost"] <= -0.087  # measured -9.15%
+    assert mo["sessions_within_targets"] == 0  # measured 0/5
+    assert 0.79 <= mo["request_match"] <= 0.81  # measured 80.14%
+    assert codex["variants"]["model_only"]["sessions_within_targets"] == mo["sessions_within_targets"]
+
+
+def _is_gemini_chat(path: Path) -> bool:
+    """A Gemini CLI chat file: one JSON object with a `messages` array (named .jsonl in entire-cli/)."""
+    try:
+        data = json.loads(path.read_text())
+    except ValueError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get("messages"), list)
+
+
+def test_entire_cli_fidelity(tmp_path):
+    """146 Claude Code 2.1.x sessions checkpointed by the Entire CLI (2 of the files are Gemini CLI chat
+    files, read once their reader lands). Calibrated: >= 95% of sessions within targets, corpus-wide
+    reads 0.5%, writes 2%, cost 0.5%, >= 99.5% of requests matched; model only: the values measured on
+    2026-11-23 as floors (79/143 within targets, cost -7.45%, 97.93% matched)."""
+    logs = shared_logs("entire-cli")
+    chat = {p for p in logs.iterdir() if _is_gemini_chat(p)}
+    assert len(chat) == 2
+    db = tmp_path / "ec.duckdb"
+    s = ingest([logs], db, key_file=tmp_path / "key")
+    assert {Path(f[0] if isinstance(f, (tuple, list)) else f).name for f in s.failed} <= {p.name for p in chat}
+    con = store.connect(db, read_only=True)
+    agents = dict(con.execute("SELECT agent, count(*) FROM sessions GROUP BY 1").fetchall())
+    rep = validate(con, "default", ReplayOptions())
+    con.close()
+    # 144 Claude Code files; a reader that merges a file that is an earlier checkpoint of another
+    # session into that session reports the pair as a duplicate session
+    dups = [d for d in (getattr(s, "duplicate_sessions", None) or []) if not any(Path(x) in chat for x in d)]
+    assert agents["claude-code"] + len(dups) == 144
+    assert agents.get("gemini-cli", 0) <= 2 and set(agents) <= {"claude-code", "gemini-cli"}
+    o = rep["overall"]
+    cal, mo = rep["variants"]["calibrated"], rep["variants"]["model_only"]
+    assert o["sessions"] == cal["sessions"] == agents["claude-code"] + agents.get("gemini-cli", 0)
+    assert cal["sessions_within_targets"] >= 0.95 * cal["sessions"]
+    e = cal["rel_error"]
+    assert abs(e["cache_read"]) <= 0.005 and abs(e["cache_write"]) <= 0.02 and abs(e["cost"]) <= 0.005
+    assert cal["request_match"] >= 0.995 and o["request_match"] == cal["request_match"]
+    claude = o["by_agent"]["claude-code"]["variants"]["calibrated"]
+    assert claude["sessions_within_targets"] >= 0.95 * claude["sessions"] and claude["request_match"] >= 0.995
+    # model only: regression floors at the measured values
+    assert mo["sessions_within_targets"] >= 0.55 * mo["sessions"]  # measured 79/143
+    assert abs(mo["rel_error"]["cost"]) <= 0.08  # measured -7.45%
+    assert abs(mo["rel_error"]["cache_write"]) <= 0.175  # measured -16.5%
+    assert abs(mo["rel_error"]["cache_read"]) <= 0.01  # measured +0.68%
+    assert mo["request_match"] >= 0.975  # measured 97.93%
 
 
 def test_all_35_shared_files_ingest_and_every_agent_is_covered(tmp_path):

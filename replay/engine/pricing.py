@@ -168,7 +168,8 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             cache.warm(model, min(float(rr), total - unc_rec, overhead), t, ttl)
         first = False
         pos, part = r_pos[k], r_part[k]
-        if frame and k > 0 and r_part[k - 1] == part and residual[k] < residual[k - 1] and cache.entries:
+        if frame and not auto[model] and k > 0 and r_part[k - 1] == part and residual[k] < residual[k - 1] \
+                and cache.entries:
             _frame_check(cache, st, eff, k, overhead_of)
         u, t_end = forks[k]
         if u >= 0 and not auto[model]:

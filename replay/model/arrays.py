@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from replay.ingest.trace import BLOCK_KINDS, TOOL_KINDS
+from replay.model.costs import price_key
 
 KIND_CODE = {k: i for i, k in enumerate(BLOCK_KINDS)}
 TOOL_KIND_CODE = {k: i for i, k in enumerate(TOOL_KINDS)}
@@ -128,6 +129,14 @@ class Dataset:
         return sum(s.n_requests for s in self.sessions)
 
 
+def speed_column(con) -> str:
+    """SQL for the requests' ``speed`` (the usage's ``"speed"``: "fast" or "standard"), or NULL
+    where the trace does not store it."""
+    cols = {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'requests'").fetchall()}
+    return "r.speed" if "speed" in cols else "NULL::VARCHAR"
+
+
 def _codes(series: pd.Series) -> tuple[np.ndarray, list[str]]:
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     return codes.astype(np.int64), [str(u) for u in uniques]
@@ -153,8 +162,12 @@ def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[s
     reqs = con.execute(
         f"""SELECT r.session_key, r.stream_id, r.req_idx, r.position, r.partition, r.user_turn,
                    coalesce(r.ts, -1) AS ts, r.model, r.input_tokens, r.cache_write_5m, r.cache_write_1h,
-                   r.cache_read, r.output_tokens, r.has_usage
+                   r.cache_read, r.output_tokens, r.has_usage, {speed_column(con)} AS speed
             FROM requests r JOIN sessions s USING (session_key) WHERE {where} ORDER BY 1, 2, 3""", params).df()
+    # a request the log says ran in fast mode is priced (and cached) under its own key, "MODEL (fast)"
+    fast = (reqs["speed"] == "fast") & reqs["model"].notna()
+    if fast.any():
+        reqs.loc[fast, "model"] = reqs.loc[fast, "model"].map(lambda m: price_key(m, "fast"))
     vocab = Vocab()
     tool_codes, vocab.tool_names = _codes(blocks["tool_name"])
     res_codes, vocab.resources = _codes(blocks["resource"])

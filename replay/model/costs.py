@@ -13,6 +13,17 @@ Rates come from genai-prices (its version is recorded with every run), resolved 
 
 Long-context tiers (e.g. a higher price above 200k input tokens) are kept when the library
 has them and applied to a whole request whose input exceeds the threshold.
+
+Fast mode (Anthropic's ``speed: "fast"``): a request whose usage says ``"speed": "fast"`` is
+priced at fast-mode rates. The trace keeps it as a price key, ``price_key(model, "fast")`` =
+``"MODEL (fast)"``, which is a model of its own for the replay (its own rates, and its own
+cache entries: Claude Code's prompt-caching docs list toggling fast mode among the actions
+that invalidate the cache). Fast rates come from, in order: a ``fast`` table under the model
+in the price file (``[models."claude-opus-4-6".fast]`` with the five rates), the price
+library's conditional ``speed = "fast"`` price (genai-prices has it for Opus 4.8 and later),
+then ``FAST_MODE_RATES`` below; a fast request of any other model is an error that shows
+the TOML to add. Every request, recorded or simulated, is priced on its own
+(``PriceTable.rates(key).cost``), so tiers apply per request.
 """
 
 from __future__ import annotations
@@ -21,13 +32,43 @@ import functools
 import importlib.metadata
 import json
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
 DEFAULT_PRICE_DATE = "2026-11-01"
 RATE_FIELDS = ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output")
+
+FAST_SUFFIX = " (fast)"
+
+# Fast-mode rates the price library (genai-prices 0.2.3) lacks, $ per million tokens, by model
+# name prefix. Source: Anthropic, "Speed up responses with fast mode" (Claude Code docs,
+# https://code.claude.com/docs/en/fast-mode): "Fast mode pricing is $10/$50 MTok on Opus 4.8 and
+# $30/$150 MTok on Opus 4.7 and Opus 4.6"; the API's fast-mode page
+# (https://platform.claude.com/docs/en/build-with-claude/fast-mode): 6x standard Opus rates
+# across the full context window, and fast-mode pricing stacks with the other pricing
+# modifiers, so the prompt-caching multipliers apply on top (5m write 1.25x, 1h write 2x,
+# read 0.1x of the fast input rate). Opus 4.8 and later are in the library.
+FAST_MODE_RATES: dict[str, dict[str, float]] = {
+    prefix: {"input": 30.0, "cache_write_5m": 37.5, "cache_write_1h": 60.0, "cache_read": 3.0, "output": 150.0}
+    for prefix in ("claude-opus-4-6", "claude-opus-4-7", "claude-opus-4.6", "claude-opus-4.7")
+}
+FAST_MODE_SOURCE = ("fast-mode rates of code.claude.com/docs/en/fast-mode (Opus 4.6/4.7: $30/$150, 6x; "
+                    "cache multipliers on top)")
+
+
+def price_key(model: str, speed: str | None = None) -> str:
+    """The name a request is priced (and cached) under: the model, or ``"MODEL (fast)"`` for a
+    request whose usage says ``speed: "fast"``."""
+    return model + FAST_SUFFIX if speed == "fast" else model
+
+
+def split_price_key(key: str) -> tuple[str, bool]:
+    """(model, fast?) of a price key."""
+    if key.endswith(FAST_SUFFIX):
+        return key[: -len(FAST_SUFFIX)], True
+    return key, False
 
 
 class PriceError(Exception):
@@ -82,8 +123,17 @@ def min_cacheable_for(model: str) -> int:
     return 1024
 
 
+def _has_fast_variant(info: Any, when: datetime) -> bool:
+    """Does the library's model carry a ``speed = "fast"`` price active at ``when``?"""
+    for v in getattr(info, "price_variants", None) or ():
+        c = getattr(v, "constraint", None)
+        if v.when.get("speed") == "fast" and (c is None or c.active(when)):
+            return True
+    return False
+
+
 def provider_of(model: str) -> str | None:
-    m = model.lower()
+    m = split_price_key(model)[0].lower()
     if "claude" in m:
         return "anthropic"
     if m.startswith(("gpt", "o1", "o3", "o4", "codex")):
@@ -139,10 +189,15 @@ class PriceTable:
             raise PriceError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; expected [models.\"NAME\"] tables")
         models = data.get("models", {})
         for name, rates in models.items():
-            bad = set(rates) - set(RATE_FIELDS) - {"min_cacheable"}
+            bad = set(rates) - set(RATE_FIELDS) - {"min_cacheable", "fast"}
             if bad:
                 raise PriceError(f"{path}: models.{name}: unknown key(s) {', '.join(sorted(bad))}; "
-                                 f"allowed: {', '.join(RATE_FIELDS)}, min_cacheable")
+                                 f"allowed: {', '.join(RATE_FIELDS)}, min_cacheable, fast")
+            fast = rates.get("fast")
+            if fast is not None:
+                if not isinstance(fast, dict) or set(fast) - set(RATE_FIELDS) or set(RATE_FIELDS) - set(fast):
+                    raise PriceError(f"{path}: models.{name}.fast: a table with exactly "
+                                     f"{', '.join(RATE_FIELDS)} ($ per million tokens at fast-mode rates)")
         return cls(data.get("price_date", price_date), models, str(path))
 
     def describe(self) -> dict[str, Any]:
@@ -161,9 +216,12 @@ class PriceTable:
             self._cache[model] = r
         return r
 
-    def _resolve(self, model: str) -> Rates:
+    def _resolve(self, key: str) -> Rates:
+        model, fast = split_price_key(key)
+        if fast:
+            return self._resolve_fast(model)
         ov = self.overrides.get(model)
-        if ov is not None:
+        if ov is not None and (any(f in ov for f in RATE_FIELDS) or "fast" not in ov):
             missing = [f for f in RATE_FIELDS if f not in ov]
             if missing:
                 raise PriceError(f"price override for {model!r} lacks {', '.join(missing)}")
@@ -181,6 +239,9 @@ class PriceTable:
                 f"--prices FILE:\n  [models.\"{model}\"]\n  input = ...\n  cache_write_5m = ...\n"
                 f"  cache_write_1h = ...\n  cache_read = ...\n  output = ..."
             ) from e
+        return self._from_library(model, model, calc)
+
+    def _from_library(self, key: str, model: str, calc: Any, variant: str = "") -> Rates:
         mp = calc.model_price
         inp, thr, t_inp = _split(mp.input_mtok)
         w5, _, t_w5 = _split(mp.cache_write_mtok)
@@ -199,8 +260,37 @@ class PriceTable:
         if thr is not None:
             tier = dict(tier_threshold=thr, tier_input=t_inp, tier_cache_write_5m=t_w5 or w5,
                         tier_cache_write_1h=t_w1h or w1h, tier_cache_read=t_rd or rd, tier_output=t_out or out)
-        return Rates(model, inp, w5, w1h, rd, out, min_cacheable=min_cacheable_for(model),
-                     source=f"{library_version()} {calc.provider.id}/{calc.model.id} @ {self.price_date}", **tier)
+        where = f"{calc.provider.id}/{calc.model.id}" + (f" [{variant}]" if variant else "")
+        return Rates(key, inp, w5, w1h, rd, out, min_cacheable=min_cacheable_for(model),
+                     source=f"{library_version()} {where} @ {self.price_date}", **tier)
+
+    def _resolve_fast(self, model: str) -> Rates:
+        """Fast-mode rates: the price file's ``fast`` table, the library's ``speed = "fast"``
+        price, or ``FAST_MODE_RATES``; else an error."""
+        key = model + FAST_SUFFIX
+        ov = self.overrides.get(model) or {}
+        fast = ov.get("fast")
+        min_c = int(ov.get("min_cacheable", min_cacheable_for(model)))
+        if fast is not None:
+            return Rates(key, *(float(fast[f]) for f in RATE_FIELDS), min_cacheable=min_c,
+                         source=f"override ({self.override_file or 'config'}), fast mode")
+        try:
+            from genai_prices import Usage, calc_price
+
+            calc = calc_price(Usage(input_tokens=1), model, provider_id=provider_of(model),
+                              genai_request_timestamp=self._when, price_context={"speed": "fast"})
+        except Exception:
+            calc = None
+        if calc is not None and _has_fast_variant(calc.model, self._when):
+            return replace(self._from_library(key, model, calc, "speed=fast"), min_cacheable=min_c)
+        m = model.lower()
+        for prefix, r in FAST_MODE_RATES.items():
+            if m.startswith(prefix):
+                return Rates(key, *(r[f] for f in RATE_FIELDS), min_cacheable=min_c, source=FAST_MODE_SOURCE)
+        raise PriceError(
+            f"no fast-mode price for model {model!r} (the log says speed \"fast\"; {library_version()} has none). "
+            f"Add it to a price file and pass --prices FILE:\n  [models.\"{model}\".fast]\n  input = ...\n"
+            f"  cache_write_5m = ...\n  cache_write_1h = ...\n  cache_read = ...\n  output = ...")
 
     def table(self) -> list[dict[str, Any]]:
         return [asdict(r) for r in self._cache.values()]
