@@ -1,0 +1,127 @@
+"""`ctxreplay breaks`: at which request did the prompt cache break, why, and what did it cost?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from replay.cli.common import (
+    DB_OPTION, dataset_option, echo_json, esc, fail_on, json_option, open_db, out, pick_dataset
+)
+
+DEFAULT_LIMIT = 20
+
+
+@click.command()
+@DB_OPTION
+@dataset_option("Dataset [default: the only one].")
+@click.option("--session", "session", metavar="KEY", default=None,
+              help="Only the sessions whose key starts with KEY (`ctxreplay sessions` lists the keys).")
+@click.option("--limit", type=click.IntRange(min=0), default=None,
+              help=f"List at most N breaks (the costliest, shown in request order) and N sessions "
+                   f"[default: {DEFAULT_LIMIT} in text, every break in --json]; the summary always covers all.")
+@click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/cache_write_1h/cache_read/output "
+                   "in $/Mtok).")
+@click.option("--price-date", default=None, help="Date the library prices are resolved at [default: 2026-11-01].")
+@json_option("Print JSON: {\"breaks\": [one object per break, with cause, tokens, cost, ...], \"summary\": {...}}.")
+def breaks(db, dataset, session, limit, prices_file, price_date, as_json):
+    """Cache breaks: at which request did the prompt cache break, why, and what did it cost?
+
+    A break is a request whose recorded cache read is shorter than the prefix the stream had
+    cached (by more than max(256 tokens, 1%)). Each break lists the session, stream, request,
+    time, the idle gap before it, the tokens paid again (as cache writes or uncached input) and
+    their dollars (what was paid minus what a cache read would have cost, at the request's
+    model rates), the block position p where the read stops and the kind of block there, and
+    the cause: model_switch, compaction, ttl_5m / ttl_1h (idle from the end of the previous
+    response beyond the TTL), content_removed, system_changed, first_message_rewritten,
+    history_rewritten (at p) or unexplained. Causes marked "(inferred)" rest on where the read
+    stopped, not on anything the log shows changing. Rules: docs/replay-model.md, "Cache breaks".
+    Models with automatic caching (OpenAI, Gemini) are not classified.
+    """
+    from replay.experiments.breaks import breaks as find
+    from replay.model.costs import DEFAULT_PRICE_DATE, PriceError, PriceTable
+
+    date = price_date or DEFAULT_PRICE_DATE
+    with fail_on(PriceError, ValueError):
+        prices = PriceTable.from_toml(prices_file, date) if prices_file else PriceTable(date)
+    con = open_db(db)
+    dataset = pick_dataset(con, dataset, db)
+    with fail_on(PriceError, ValueError):
+        rows, summary = find(con, dataset, prices=prices, session=session, top=10 ** 9)
+    n = limit if limit is not None else (None if as_json else DEFAULT_LIMIT)
+    shown = _costliest(rows, n)
+    if as_json:
+        summary["top_sessions"] = summary["top_sessions"][:10 if n is None else n]
+        echo_json({"dataset": dataset, "breaks": shown, "summary": summary})
+        return
+    _print(rows, shown, summary, n)
+
+
+def _costliest(rows: list[dict], n: int | None) -> list[dict]:
+    """The n costliest rows, in their (session, stream, request) order."""
+    if n is None or n >= len(rows):
+        return rows
+    keep = {id(r) for r in sorted(rows, key=lambda r: -r["cost"])[:n]}
+    return [r for r in rows if id(r) in keep]
+
+
+def _print_table(t: Table) -> None:
+    """Full width into a pipe or file (wrapped cells are unreadable there); the terminal's otherwise."""
+    if out.is_terminal:
+        out.print(t)
+    else:
+        from rich.console import Console
+
+        Console(soft_wrap=True, width=200).print(t)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1%}"
+
+
+def _print(rows: list[dict], shown: list[dict], summary: dict, n: int) -> None:
+    from replay.experiments.breaks import BY_NAME
+
+    if not rows:
+        out.print(f"no cache breaks in {summary['requests']:,} requests with usage"
+                  + _skipped(summary))
+        return
+    title = "Cache breaks" + (f" (the {len(shown)} costliest of {len(rows)})" if len(shown) < len(rows) else "")
+    t = Table("session", "stream", "request", "time (UTC)", "idle", "cause", "p (block kind)", "re-billed tokens",
+              "$", title=title)
+    for r in shown:
+        idle = "-" if r["idle_s"] is None else f"{r['idle_s']:,.0f} s"
+        where = f"{r['p']} ({r['p_kind'] or 'end'})"
+        t.add_row(esc(r["session"][:12]), str(r["stream"]), str(r["request"]),
+                  esc((r["time"] or "-").replace("T", " ").rstrip("Z")), idle, esc(r["cause_label"]), esc(where),
+                  f"{r['tokens']:,}", f"{r['cost']:,.2f}")
+    _print_table(t)
+    s = Table("session", "agent", "breaks", "re-billed tokens", "$", "main cause",
+              title=f"Breaks per session (the {min(n, len(summary['top_sessions']))} costliest)")
+    for x in summary["top_sessions"][:n]:
+        s.add_row(esc(x["session"][:12]), esc(x["agent"] or "-"), str(x["breaks"]), f"{x['tokens']:,}",
+                  f"{x['cost']:,.2f}", esc(BY_NAME[x["main_cause"]].label))
+    _print_table(s)
+    c = Table("cause", "evidence", "breaks", "re-billed tokens", "$", "share of tokens", title="Breaks by cause")
+    for b in sorted(summary["by_cause"], key=lambda b: -b["tokens"]):
+        if b["count"]:
+            c.add_row(esc(b["label"]), b["evidence"], str(b["count"]), f"{b['tokens']:,}", f"{b['cost']:,.2f}",
+                      _pct(b["share"]))
+    _print_table(c)
+    out.print(f"{summary['breaks']:,} breaks in {summary['sessions_with_breaks']:,} session(s) "
+              f"({summary['requests']:,} requests with usage) re-billed {summary['tokens']:,} tokens "
+              f"(${summary['cost']:,.2f}); a cause other than unexplained names {_pct(summary['named_share'])} of "
+              f"them ({_pct(summary['named_share_without_first_message'])} without first_message_rewritten, "
+              f"{_pct(summary['named_share_direct'])} without any inferred cause)"
+              + _skipped(summary))
+
+
+def _skipped(summary: dict) -> str:
+    k = summary.get("not_classified") or 0
+    return f"; {k:,} requests of automatically cached models (OpenAI, Gemini) not classified" if k else ""
+
+
+COMMANDS = [breaks]
