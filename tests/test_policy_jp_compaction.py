@@ -124,7 +124,10 @@ def test_dedup_leaves_file_mutations_alone_by_default():
         return old
     old, sizes, _ = two_turns(turn, strategies="dedup-tools", keep_last=0)
     assert sizes[1][old] == 60
+    # the RFD's hint for fs_modify_file (dedup = false) holds without the kind exclusion too
     old, sizes, _ = two_turns(turn, strategies="dedup-tools", keep_last=0, dedup_exclude_kinds=())
+    assert sizes[1][old] == 60
+    old, sizes, _ = two_turns(turn, strategies="dedup-tools", keep_last=0, dedup_exclude_kinds=(), tool_hints=False)
     assert sizes[1][old] == 0
 
 
@@ -339,3 +342,97 @@ def test_summary_is_never_longer_than_what_it_replaces():
     r = run(b, p)
     assert p.sizes[1] == [1500, 0, 100]
     assert r.detail["input_total"][1] == 11_600
+
+
+# --- the RFD's Default Compaction Hints, from the seed's own table ----------------------------------
+
+SEED_TABLE = """\
+| Tool             | `response` | `dedup` | `subsumes`                   |
+| ---------------- | ---------- | ------- | ---------------------------- |
+| `fs_read_file`   | `strip`    | `true`  | Yes (line range containment) |
+| `fs_grep_files`  | `strip`    | `true`  | No                           |
+| `fs_list_files`  | `strip`    | `true`  | No                           |
+| `cargo_check`    | `strip`    | `true`  | No (each run may differ)     |
+| `cargo_test`     | `strip`    | `true`  | No                           |
+| `fs_create_file` | `strip`    | `false` | No                           |
+| `fs_modify_file` | `strip`    | `false` | No                           |
+| `git_diff`       | `strip`    | `true`  | No                           |
+| `git_commit`     | `keep`     | `false` | No                           |
+"""
+
+
+def seed_rows():
+    rows = {}
+    for line in SEED_TABLE.splitlines()[2:]:
+        tool, response, dedup, subsumes = (c.strip().strip("`") for c in line.strip("|").split("|"))
+        rows[tool] = (response, dedup == "true", subsumes.startswith("Yes"))
+    return rows
+
+
+def test_seed_table_is_the_rfds():
+    from pathlib import Path
+
+    seed = Path("/work/shared/seeds/001_d563c6b71db4a419.txt")
+    if not seed.exists():
+        pytest.skip("seed 001 not available here")
+    assert SEED_TABLE in seed.read_text()
+
+
+def test_default_hints_are_the_seeds_table():
+    from replay.policies.jp_compaction import TOOL_HINTS
+
+    assert TOOL_HINTS == seed_rows()
+    assert seed_rows()["git_commit"] == ("keep", False, False)
+
+
+def test_each_row_of_the_seeds_table_is_applied():
+    # every built-in tool called twice with identical arguments in turn 1; compaction at turn 2
+    rows = seed_rows()
+    b = builder()
+    b.block(100, "user_text", turn=1)
+    pairs = {}
+    for tool in rows:
+        pairs[tool] = (b.tool_call(tool, 1000, args=f"{tool}-args"), b.tool_call(tool, 1000, args=f"{tool}-args"))
+    # line-range subsumption: read(2,5) then read(1,10) of one file, and the same for grep
+    subs = {tool: (b.tool_call(tool, 800, resource="src/main.rs", lines=(2, 5), args=f"{tool}-2-5"),
+                   b.tool_call(tool, 900, resource="src/main.rs", lines=(1, 10), args=f"{tool}-1-10"))
+            for tool in ("fs_read_file", "fs_grep_files")}
+    b.request(ts=0)
+    b.block(100, "user_text", turn=2)
+    b.request(ts=MIN)
+    p = spy(strategies="dedup-tools,strip-tool-results", trigger_turn=2)
+    run(b, p)
+    after = p.sizes[1]
+    for tool, (response, dedup, _) in rows.items():
+        old, new = pairs[tool]
+        kept = 1000 if response == "keep" else 9
+        assert after[new] == kept, tool
+        assert after[old] == (0 if dedup else kept), tool
+        assert after[old - 1] == (0 if dedup else 50), tool        # the older call's tool_use goes with it
+    old, new = subs["fs_read_file"]
+    assert after[old] == 0 and after[new] == 9                    # subsumed (rows: "Yes")
+    old, new = subs["fs_grep_files"]
+    assert after[old] == 9 and after[new] == 9                    # "No": different arguments stay
+
+
+def test_claude_code_tools_map_onto_the_rows_and_unhinted_tools_keep():
+    b = builder()
+    b.block(100, "user_text", turn=1)
+    res = {name: b.tool_call(name, 1000, args=name) for name in
+           ("Read", "Grep", "Glob", "Edit", "Write", "Bash", "Task", "mcp__git__git_commit", "mcp__git__git_diff")}
+    b.request(ts=0)
+    b.block(100, "user_text", turn=2)
+    b.request(ts=MIN)
+    p = spy(strategies="strip-tool-results", trigger_turn=2)
+    run(b, p)
+    got = {name: p.sizes[1][i] for name, i in res.items()}
+    assert got == {"Read": 9, "Grep": 9, "Glob": 9, "Edit": 9, "Write": 9, "Bash": 1000, "Task": 1000,
+                   "mcp__git__git_commit": 1000, "mcp__git__git_diff": 9}
+    p = spy(strategies="strip-tool-results", trigger_turn=2, unhinted_response="strip")
+    run(b, p)
+    assert [p.sizes[1][res[n]] for n in ("Bash", "Task", "mcp__git__git_commit")] == [9, 9, 1000]
+    p = spy(strategies="strip-tool-results", trigger_turn=2, tool_hints=False)
+    run(b, p)
+    assert all(p.sizes[1][i] == 9 for i in res.values())
+    with pytest.raises(ParamError, match="unhinted_response"):
+        JpCompaction.make_params({"unhinted_response": "remove"})

@@ -219,12 +219,16 @@ def test_error_results_are_not_resources():
 
 
 def test_replacement_message_sizes_follow_the_templates():
-    # the message names the URI, where the original is and the checksum; ~4 chars per token of the
-    # seed's template with a typical URI and a 64-hex checksum
+    # the message names the URI, where the original is and the checksum; the seed's template with
+    # a typical URI and a 64-hex checksum, counted in o200k tokens by the ingest's own counter
+    from replay.ingest.tokens import count_many
+    from replay.policies.jp_resource_dedup import TYPICAL
+
     for template in (TOOL_TEMPLATE, ATTACHMENT_TEMPLATE):
         assert "{uri}" in template and "{checksum}" in template and "{turn}" in template
     assert "{call}" in TOOL_TEMPLATE
-    assert (REF, ATT) == (77, 61)
+    assert (REF, ATT) == (82, 62)
+    assert count_many([TOOL_TEMPLATE.format(**TYPICAL), ATTACHMENT_TEMPLATE.format(**TYPICAL)]) == [REF, ATT]
     b = builder()
     read(b)
     read(b)
@@ -284,11 +288,12 @@ def test_end_to_end_figures_and_no_busts():
     base, r = run(b), run(b, jp())
     assert base.detail["input_total"] == [13_500, 16_550, 18_750]
     assert r.detail["input_total"] == [13_500, 13_500 + 50 + ATT, 13_500 + 50 + ATT + 100 + 1050 + 50 + REF]
-    assert r.detail["cache_read"] == [0, 13_500, 13_611]
-    assert r.detail["cache_write_5m"] == [13_500, 111, 1_277]
+    assert (ATT, REF) == (62, 82)
+    assert r.detail["cache_read"] == [0, 13_500, 13_612]
+    assert r.detail["cache_write_5m"] == [13_500, 112, 1_282]
     assert r.figures["busts"] == 0 and r.figures["hints"] == 2 and r.figures["hint_distance"] == 0
     assert r.figures["tokens_saved"] == (3000 - ATT) + (1000 - REF)
-    cost = (13_500 * 3.75 + 1500) + (13_500 * 0.3 + 111 * 3.75 + 1500) + (13_611 * 0.3 + 1_277 * 3.75 + 1500)
+    cost = (13_500 * 3.75 + 1500) + (13_500 * 0.3 + 112 * 3.75 + 1500) + (13_612 * 0.3 + 1_282 * 3.75 + 1500)
     assert r.figures["cost"] == pytest.approx(cost / 1e6)
 
 

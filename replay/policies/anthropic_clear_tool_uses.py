@@ -33,9 +33,16 @@ DESIGN.md section 4. What the documentation says, and how it is replayed:
   point forward (a cache bust just behind the newest tool uses, as the docs warn: clearing
   "invalidates cached prompt prefixes"). If ``clear_at_least`` is not met, nothing is
   cleared (a result cleared by the previous request comes back at full size).
-* The placeholder's text is not published: ``placeholder_tokens`` (default 10) is the size
-  of a cleared result, ``cleared_input_tokens`` (default 10) that of a tool_use whose input
-  was cleared (name and id remain). Both are assumptions.
+* The placeholder's text is not published: ``placeholder_tokens`` (default 10 o200k tokens)
+  is the size of a cleared result, ``cleared_input_tokens`` (default 10) that of a tool_use
+  whose input was cleared (name and id remain). Both are assumptions, in o200k tokens,
+  converted to the stream's units (x its ``bpe_ratio``, ``ctx.units``) where inserted.
+* Re-reads (``reread_cost``, on by default; a pessimistic price beyond the source): clearing
+  is lossy (the result is gone, not repeated elsewhere). When the agent later re-reads a
+  resource whose result was cleared (a read-kind tool_use naming it), the cleared result gets
+  its full size back from that request on, a retroactive change at that block which the
+  engine prices (cache bust included), and is never cleared again (its saving leaves
+  ``clear_at_least``'s count). Off: re-reads are only counted (``trimmed_reread``).
 * Not modelled: a ``tool_uses`` trigger type, ``clear_tool_inputs`` as a list of tool names,
   and the separate ``clear_thinking_20251015`` strategy.
 
@@ -51,7 +58,7 @@ from typing import Any
 
 from replay.model.arrays import K_TOOL_RESULT, K_TOOL_USE, Stream
 from replay.policies.base import Context, as_tuples, non_negative, one_of
-from replay.policies.common import ScanningPolicy, codes, full_prompt, shrink
+from replay.policies.common import ScanningPolicy, codes, full_prompt, restore_rereads, shrink
 
 CLEAR_MODES = ("all", "at_least")
 
@@ -78,10 +85,13 @@ class AnthropicClearToolUses(ScanningPolicy):
         # "all": clear every result but the keep newest; "at_least": oldest first, stop once
         # clear_at_least tokens are cleared (LangChain's reading; = "all" when clear_at_least unset).
         clear_mode: str = "all"
-        # Size of a cleared tool result, tokens (placeholder text unpublished: assumption).
+        # Size of a cleared tool result, o200k tokens (placeholder text unpublished: assumption).
         placeholder_tokens: float = 10.0
-        # Size of a tool_use whose input was cleared, tokens (assumption).
+        # Size of a tool_use whose input was cleared, o200k tokens (assumption).
         cleared_input_tokens: float = 10.0
+        # Price a later re-read of a cleared result: it gets its full size back from the
+        # re-reading request on (pessimistic, beyond the source). False: only counted.
+        reread_cost: bool = True
 
         def __post_init__(self):
             as_tuples(self, "exclude_tools")
@@ -104,15 +114,25 @@ class AnthropicClearToolUses(ScanningPolicy):
         s["applied"] = 0       # calls[:applied] are cleared now
         s["stop"] = 0          # "at_least": calls[:stop] are the fewest oldest reaching clear_at_least
 
+    def reread(self, ctx: Context, s: dict[str, Any], due: list[int]) -> None:
+        restore_rereads(ctx, s, due)
+        # a restored result is never cleared again: its saving no longer counts
+        ph = ctx.units(self.params.placeholder_tokens)
+        tokens = ctx.stream.tokens
+        for r in due:
+            s["saving"] -= max(0.0, tokens[r] - ph)
+
     def before_request(self, ctx: Context, k: int) -> None:
         self.catch_up(ctx, k)
         s = ctx.state
         st = ctx.stream
         p = self.params
         calls = s["calls"]
+        restored = s["restored"]
         cand = max(0, len(calls) - p.keep)
         cal = p.clear_at_least
         at_least = p.clear_mode == "at_least" and bool(cal)
+        ph, ci = ctx.units(p.placeholder_tokens), ctx.units(p.cleared_input_tokens)
         if cand > s["cand"]:
             tokens = st.tokens
             saving = s["saving"]
@@ -120,9 +140,9 @@ class AnthropicClearToolUses(ScanningPolicy):
                 u, r, ex = calls[j]
                 if ex:
                     continue
-                saving += max(0.0, tokens[r] - p.placeholder_tokens)
+                saving += max(0.0, tokens[r] - ph)
                 if p.clear_tool_inputs and u >= 0:
-                    saving += max(0.0, tokens[u] - p.cleared_input_tokens)
+                    saving += max(0.0, tokens[u] - ci)
                 if at_least and not s["stop"] and saving >= cal:
                     s["stop"] = j + 1
             s["saving"] = saving
@@ -140,9 +160,10 @@ class AnthropicClearToolUses(ScanningPolicy):
                 for u, r, ex in calls[applied:target]:
                     if ex:
                         continue
-                    shrink(ctx, r, p.placeholder_tokens, rr)
+                    if r not in restored:
+                        shrink(ctx, r, ph, rr, lossy=True)
                     if p.clear_tool_inputs and u >= 0:
-                        shrink(ctx, u, p.cleared_input_tokens, rr)
+                        shrink(ctx, u, ci, rr)
                 s["applied"] = target
         elif applied:
             # stateless server-side editing: not applied this time, the full history is sent

@@ -7,6 +7,8 @@ dataclass (documented fields, source defaults) and may be
   change, so the cached prefix stays valid;
 * retroactive: ``before_request(ctx, k)`` may shrink earlier blocks with ``ctx.set_size``;
   the engine tracks the first changed position and the cache model busts from there.
+Sizes a policy inserts (stubs, hints, placeholders, summaries) are given in o200k tokens and
+converted to the stream's units (provider tokens) with ``ctx.units``.
 Hooks that a policy does not override cost nothing: the engine only calls what is overridden.
 """
 
@@ -53,6 +55,15 @@ class Context:
         self.metrics = metrics
         self.state: dict[str, Any] = {}
         self.k = -1
+
+    def units(self, o200k_tokens: float) -> float:
+        """A size given in o200k tokens (a stub, hint, placeholder or summary a policy inserts)
+        in the stream's units: block sizes are provider tokens (anchored to the recorded
+        usage), ``stream.bpe_ratio`` provider tokens per o200k token (the stream's median;
+        1.0 when nothing was anchored). Every size a policy inserts goes through here, so that
+        it is priced in the same units as the blocks it replaces."""
+        r = self.stream.bpe_ratio
+        return o200k_tokens * r if r > 0 else o200k_tokens
 
     def set_size(self, pos: int, size: float) -> None:
         """Retroactively change a block already in context (only blocks before the request)."""

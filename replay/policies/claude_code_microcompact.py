@@ -11,9 +11,16 @@ cache read that would otherwise have happened. Details of the client-side implem
   Write (file), Bash, PowerShell (shell), Grep, Glob (search), WebFetch, WebSearch (web);
   MCP tools and the rest (Task, TodoWrite, LS, MultiEdit, Notebook*) are left alone;
 * the results of all but the ``keep_recent`` (5) most recent calls of those tools are
-  replaced by ``[Old tool result content cleared]`` (7 o200k tokens: ``placeholder_tokens``);
+  replaced by ``[Old tool result content cleared]`` (7 o200k tokens: ``placeholder_tokens``,
+  converted to the stream's units, x its ``bpe_ratio``, where inserted: ``ctx.units``);
 * the edit is made to the client's message list, so cleared results stay cleared for the
   rest of the conversation (unlike the API's stateless context editing).
+
+Re-reads (``reread_cost``, on by default; a pessimistic price beyond the source): clearing
+is lossy. When the agent later re-reads a resource whose result was cleared (a read-kind
+tool_use naming it), the cleared result gets its full size back from that request on, a
+retroactive change at that block which the engine prices (cache bust included); cleared
+results are never cleared twice anyway. Off: re-reads are only counted (``trimmed_reread``).
 
 Replay: the gap before request k is the timestamp of the newest block before it (the user's
 new message, or the last tool result) minus that of the newest assistant block (assistant
@@ -53,6 +60,9 @@ class ClaudeCodeMicrocompact(ScanningPolicy):
                                   "WebSearch")
         # Size of "[Old tool result content cleared]", tokens (o200k).
         placeholder_tokens: float = 7.0
+        # Price a later re-read of a cleared result: it gets its full size back from the
+        # re-reading request on (pessimistic, beyond the source). False: only counted.
+        reread_cost: bool = True
 
         def __post_init__(self):
             as_tuples(self, "tools")
@@ -85,9 +95,9 @@ class ClaudeCodeMicrocompact(ScanningPolicy):
         if gap <= p.idle_minutes * MIN_MS:
             return
         rr = s["rr"]
-        size = p.placeholder_tokens
+        size = ctx.units(p.placeholder_tokens)
         for r in results[s["cleared"]:upto]:
-            shrink(ctx, r, size, rr)
+            shrink(ctx, r, size, rr, lossy=True)
         s["cleared"] = upto
 
     def _scan(self, st: Stream, s: dict[str, Any], lo: int, hi: int) -> None:

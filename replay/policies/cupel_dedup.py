@@ -34,6 +34,15 @@ fixed per block and inputs only grow within a partition), the policy keeps, per 
 the current survivor of each content hash and processes only the blocks appended since the
 previous request: O(new blocks) per request.
 
+Thinking blocks are left alone where the provider does not keep them (Claude Opus < 4.5,
+Sonnet < 4.6, Haiku <= 4.5: ``replay.policies.common.keeps_thinking``, with its sources): an
+earlier turn's is not in the provider's context (the API strips it at each new user turn),
+so removing it would save tokens the provider never saw, and the current turn's must be sent
+back unmodified during tool use and leaves at the next user turn anyway.
+
+Nothing is inserted (a removed block has size 0), so no size needs converting to the
+stream's units.
+
 ``trimmed_reread`` is not tracked: a removed block always has a byte-identical survivor in
 context, so a later re-read cannot be caused by the removal.
 """
@@ -42,9 +51,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from replay.model.arrays import KIND_CODE
+from replay.model.arrays import K_THINKING, KIND_CODE
 from replay.ingest.trace import BLOCK_KINDS
 from replay.policies.base import Context, Policy
+from replay.policies.common import dropped_thinking_turn
 
 SCORES = ("recency", "size", "kind")
 
@@ -123,9 +133,10 @@ class CupelDedup(Policy):
         else:
             key = None
         eligible, best = s.eligible, s.best
+        no_thinking = eligible[K_THINKING] and dropped_thinking_turn(ctx, k) >= 0
         for i in range(s.scan, pos):
             kc = bkind[i]
-            if kc < 0 or not eligible[kc]:
+            if kc < 0 or not eligible[kc] or (no_thinking and kc == K_THINKING):
                 continue
             h = chash[i]
             j = best.get(h)

@@ -21,8 +21,11 @@ Resolved details (each a parameter whose default is the seed's behaviour):
 * ``min_body_chars`` is compared with the block's UTF-8 byte size (the seed compares the Rust
   ``str::len()``, which is the byte length, so this is exact for the canonical content); like
   the seed, a threshold of 0 acts as 1 (an empty result is never cached).
-* hints cost a fixed number of tokens per verbosity (the seed's cl100k measurements: terse 8,
-  standard 11, verbose 15), whatever the original's size.
+* hints cost a fixed number of tokens per verbosity (the seed's figures: terse 8, standard 11,
+  verbose 15, whatever the original's size), taken as o200k tokens (the ingest's o200k counter
+  gives 8/12/17 for the rendered forms below, cl100k 8/13/18) and converted to the stream's
+  units (provider tokens: x the stream's ``bpe_ratio``, ``ctx.units``) where inserted, like the
+  blocks they replace.
 * ``capacity=None`` or ``0`` means unbounded (an extension for the capacity study; the seed
   clamps 0 to 1).
 * one cache per stream: a subagent's context is its own, a hint into another stream's context
@@ -46,7 +49,7 @@ from replay.model.arrays import K_TOOL_RESULT, TOOL_KIND_CODE
 from replay.policies.base import Context, Policy
 from replay.policies.common import count_hint
 
-# Hint sizes in tokens, from the seed's rendered forms (measured there with cl100k_base):
+# Hint sizes in o200k tokens, the seed's figures for its rendered forms (stated there as ~):
 #   terse    "> [ref: tc_42]"                                 ~8
 #   standard "> [ref: tc_42, byte-identical]"                 ~11 (default)
 #   verbose  "> [ref: tc_42, byte-identical, from: file-read]" ~15
@@ -170,7 +173,7 @@ class DevboyLru(Policy):
             entries.move_to_end(h)
             orig = e[0]
             count_hint(ctx, i, orig, e[1] and s.last_mut.get(e[2], -1) > orig)
-            return HINT_TOKENS[p.verbosity]
+            return ctx.units(HINT_TOKENS[p.verbosity])
         if s.cap and len(entries) >= s.cap:
             old_h, old = entries.popitem(last=False)
             if old[1]:

@@ -30,10 +30,10 @@ Rules encoded (seed section in brackets):
 
 Replacement size: the seed's templates rendered with a typical URI
 (``file:///home/user/project/src/module/file.py``), a Claude Code tool-use id (30 chars), a
-two-digit turn and a full 64-hex SHA-256 (306 and 243 characters), at ~4 characters per
-token: 77 tokens for the tool-call form, 61 for the attachment form (the seed's own estimate, with a shortened
-checksum, is 40-50; o200k counts the 64-hex form at ~100 because hex tokenizes poorly).
-Both are parameters.
+two-digit turn and a full 64-hex SHA-256 (306 and 243 characters) count 82 and 62 o200k tokens
+(the ingest's counter; the seed's own estimate, with a shortened checksum, is 40-50). Both are
+parameters, in o200k tokens, converted to the stream's units (provider tokens: x the stream's
+``bpe_ratio``, ``ctx.units``) where inserted, like the blocks they replace.
 
 Risk figures: ``hints`` (references emitted), ``hint_distance`` (user turns to the original),
 ``dangling_refs`` (original in an earlier compaction partition: only with
@@ -45,7 +45,6 @@ is false).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from replay.model.arrays import K_ATTACHMENT, K_TOOL_RESULT, TOOL_KIND_CODE
@@ -60,9 +59,9 @@ ATTACHMENT_TEMPLATE = ("The content of {uri} is identical to the attachment at t
                        "(checksum: sha256:{checksum}). The file has not changed. Refer to the attached content.")
 TYPICAL = dict(uri="file:///home/user/project/src/module/file.py", call="toolu_" + "0" * 24, turn=12,
                checksum="0" * 64)
-CHARS_PER_TOKEN = 4.0
-REF_TOKENS = math.ceil(len(TOOL_TEMPLATE.format(**TYPICAL)) / CHARS_PER_TOKEN)
-ATTACHMENT_REF_TOKENS = math.ceil(len(ATTACHMENT_TEMPLATE.format(**TYPICAL)) / CHARS_PER_TOKEN)
+# o200k counts of the templates rendered with TYPICAL (tests recount them with the ingest's counter)
+REF_TOKENS = 82
+ATTACHMENT_REF_TOKENS = 62
 
 TOOL_KINDS = tuple(TOOL_KIND_CODE)
 
@@ -102,10 +101,10 @@ class JpResourceDedup(Policy):
         # file reads ("read"); "search", "list", "shell", ... would treat their text output as a
         # resource of their path argument (an extension).
         resource_tool_kinds: tuple[str, ...] = ("read",)
-        # Tokens of the replacement message for a match against an earlier tool call (seed
-        # template at ~4 chars/token with a 64-hex checksum, see module doc).
+        # o200k tokens of the replacement message for a match against an earlier tool call
+        # (the seed's template with a 64-hex checksum, see module doc).
         ref_tokens: int = REF_TOKENS
-        # Tokens of the replacement message for a match against an attachment.
+        # o200k tokens of the replacement message for a match against an attachment.
         attachment_ref_tokens: int = ATTACHMENT_REF_TOKENS
         # Deliveries from before a compaction no longer match (seed: compacted content falls
         # through to full delivery). False is a what-if: references may then dangle.
@@ -166,6 +165,6 @@ class JpResourceDedup(Policy):
                 and (p.lookback_turns is None or st.user_turn[i] - st.user_turn[e[0]] <= p.lookback_turns)):
             orig = e[0]
             count_hint(ctx, i, orig, s.last_mut.get(res, -1) > orig)
-            return p.attachment_ref_tokens if e[1] else p.ref_tokens
+            return ctx.units(p.attachment_ref_tokens if e[1] else p.ref_tokens)
         s.reg[key] = (i, False)  # a full delivery: the target of later references
         return size

@@ -37,7 +37,10 @@ Mapping to the trace (Claude Code tool names; each is a parameter):
   (e.g. 100,000 = half a 200k window) for the seed's "only when the conversation approaches
   the window". It compares the full, unhidden prompt (overhead + every block), which only
   grows within a compaction partition, so hidden results never come back.
-* Hidden = ``hidden_tokens`` (default 0: omitted from the prepared conversation).
+* Hidden = ``hidden_tokens`` (default 0: omitted from the prepared conversation), in o200k
+  tokens, converted to the stream's units (x its ``bpe_ratio``, ``ctx.units``).
+* Not lossy: a hidden result is superseded by a newer one of the same location still in
+  context, so a later re-read of it is counted (``trimmed_reread``) but not priced.
 
 Cost: each tool_result is examined once, when it first enters context; per location only
 the results still visible are kept.
@@ -90,7 +93,7 @@ class Supersede(ScanningPolicy):
         pinned_tools: tuple[str, ...] = ()
         # Whether a failed (is_error) newer call supersedes; the source does not look at errors.
         error_supersedes: bool = True
-        # Size of a hidden result in tokens (0 = omitted from the prepared conversation).
+        # Size of a hidden result in o200k tokens (0 = omitted from the prepared conversation).
         hidden_tokens: float = 0.0
 
         def __post_init__(self):
@@ -135,7 +138,7 @@ class Supersede(ScanningPolicy):
             if full_prompt(ctx.stream, k, s["full"]) <= self.params.trigger_tokens:
                 return
             s["triggered"] = True
-        hidden = self.params.hidden_tokens
+        hidden = ctx.units(self.params.hidden_tokens)
         rr = s["rr"]
         for q in pending:
             shrink(ctx, q, hidden, rr)
