@@ -1,0 +1,77 @@
+"""`ctxreplay bound`: the offline-optimal bounds (insert-time and lossless retroactive), stored as runs."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from replay.cli.common import (
+    DB_OPTION, cache_options, dataset_option, echo_json, esc, fail_on, json_option, make_options, open_db, out,
+    pick_dataset, print_table
+)
+
+VARIANT_EVICTIONS = {"calibrated": "log", "model-only": "none"}
+COMPARE_WITH = ("devboy_lru", "jp_resource_dedup", "supersede", "cupel_dedup")
+
+
+@click.command()
+@DB_OPTION
+@dataset_option("Dataset [default: the only one].")
+@cache_options
+@click.option("--variants", type=click.Choice(["both", "calibrated", "model-only"]), default="both",
+              show_default=True, help="Cache-model variants to compute the bounds under (calibrated: observed "
+              "evictions replayed from the log; model-only: not). --observed-evictions is ignored.")
+@click.option("--no-store", is_flag=True, help="Do not store the runs (noop, bound_insert, bound_retro).")
+@json_option("Print JSON: per variant, the baseline, each bound's saving (cost, context and delivered tokens: "
+             "baseline, run, saved, saved_pct) and run id, and the same savings of devboy_lru, jp_resource_dedup, "
+             "supersede and cupel_dedup at their defaults.")
+def bound(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, variants, no_store, as_json):
+    """The offline-optimal bounds: what a policy that knew the whole log could save.
+
+    insert-time (bound_insert): every byte-identical repeat of a block still in context (same
+    compaction partition) becomes an 8-token hint (devboy's terse hint), unbounded cache, no
+    busts. Lossless retroactive (bound_retro): tool results exactly repeated later, or
+    superseded by a later covering read of the same file with no edit in between, are removed,
+    all pending removals at once before a set of requests chosen per stream by a dynamic
+    program that prices each candidate schedule with the engine (the class of schedules and
+    the DP's one approximation: docs/bound.md). Both are stored as runs (with a noop
+    baseline) of each variant, so `compare` and the report show them."""
+    from replay.experiments import runs
+    from replay.experiments.bound import compute_bounds
+    from replay.model.costs import PriceError
+
+    chosen = ["calibrated", "model-only"] if variants == "both" else [variants]
+    with fail_on(PriceError, ValueError):
+        opts = {v: make_options(ttl, breakpoints, VARIANT_EVICTIONS[v], prices_file, price_date) for v in chosen}
+    con = open_db(db, read_only=no_store)
+    dataset = pick_dataset(con, dataset, db)
+    ds = runs.load(con, dataset)
+    got = {}
+    with fail_on(PriceError):
+        for v in chosen:
+            got[v.replace("-", "_")] = compute_bounds(con, ds, opts[v], store_runs=not no_store,
+                                                      compare_with=COMPARE_WITH)
+    if as_json:
+        echo_json({"dataset": dataset, "sessions": len(ds.sessions), "requests": ds.n_requests, "variants": got})
+        return
+    for v, r in got.items():
+        t = Table("", "cost saved", "context tokens saved", "delivered tokens saved", "busts", "run",
+                  title=f"Offline-optimal bounds vs the no-op baseline ({v.replace('_', '-')}; baseline "
+                        f"${r['baseline']['cost']:,.2f}, {r['baseline']['context_tokens']:,.0f} context tokens)")
+        rows = [(k, x, x.get("run_id") or "-") for k, x in r["bounds"].items()]
+        rows += [(f"{k} (defaults)", x, "not stored") for k, x in r["policies"].items()]
+        for name, x, rid in rows:
+            t.add_row(esc(name), _cell(x["cost"], "$"), _cell(x["context_tokens"]), _cell(x["tokens_delivered"]),
+                      f"{x['busts']:,.0f}", esc(rid))
+        print_table(t)
+        b = r["bounds"]["bound_retro"]
+        out.print(f"bound_retro schedule: {b['flushes']:,} flush point(s), {b['eager_streams']} stream(s) eager; "
+                  f"computed in {r['seconds']:.1f} s")
+
+
+def _cell(x: dict, unit: str = "") -> str:
+    pct = "-" if x["saved_pct"] is None else f"{x['saved_pct']:+.3f}%"
+    return f"{unit}{x['saved']:,.2f} ({pct})" if unit else f"{x['saved']:,.0f} ({pct})"
+
+
+COMMANDS = [bound]

@@ -1,0 +1,308 @@
+"""The offline-optimal bounds (issue 13 item 2): what a policy that knew the future could save.
+
+Two bounds, each a `Policy` subclass priced by `replay.engine.replay_session` under the same
+cache model as every policy, and stored as runs (``bound_insert``, ``bound_retro``) so that
+`compare` and the report can use them. Neither is in the policy REGISTRY: they are not
+policies an agent could run, they need the whole log in advance.
+
+Insert-time bound (``bound_insert``)
+    Every tool result whose bytes (keyed content hash ``Stream.chash``) equal a block already
+    appended in the same compaction partition of the same stream (the earlier copy is still in
+    context) is replaced, when it arrives, by a reference hint of ``hint_tokens`` o200k tokens
+    (default 8: devboy's terse hint, the smallest hint of the sources), converted to the
+    stream's units (x ``Stream.bpe_ratio``); a result smaller than the hint is kept. No size
+    threshold, no capacity (an unbounded cache), no lookback window; history is never
+    rewritten, so no cache busts. Every registered insert-time policy replaces a subset of
+    these blocks (jp_resource_dedup: identical (URI, checksum) = identical bytes) with a
+    hint at least as large, so none saves more.
+
+Lossless retroactive bound (``bound_retro``)
+    Removable (size -> 0, as supersede's hidden results) is a tool result i of a stream that
+    is, later in the same compaction partition,
+    * exactly repeated: a block j > i with the same ``chash`` (any block kind), or
+    * superseded: a later non-error read result j (tool kind ``read``) of the same
+      ``resource`` whose line range covers i's (`replay.policies.common.covers`: a whole-file
+      read covers every range), i itself a non-error read result, with no block of a mutating
+      tool (tool kind ``mutate``: Edit/Write/MultiEdit/NotebookEdit) on that resource between
+      i and j (a shell command that changes the file is invisible in the trace).
+    i becomes removable at the first request after j. Removing it loses nothing: its bytes are
+    still in context (j, or a later copy of j).
+
+    Class of schedules optimized over: *flush schedules*. A schedule is a set F of request
+    indices of each stream; before every request in F, every removal that has become
+    available and is not applied yet is applied (all at once); nothing else is ever removed.
+    The empty schedule (= noop) and the eager one (F = every request, supersede's timing)
+    are in the class. Removals are never partial, never reverted, and never applied to a
+    subset of what is pending.
+
+    Optimizer: per stream (streams have separate caches), a dynamic program over the
+    candidate flush points (every request at which some removal is pending) in request
+    order. Node j stands for "the last flush so far is at j"; its schedule S_j is its best
+    predecessor's schedule plus j. Each node's schedule is replayed once through the engine
+    (per-request detail), which prices every request before any later flush k exactly:
+    P_j(k) = the billed cost of requests < k under S_j. The predecessor of k is the node
+    (or the empty schedule) with the least P_j(k). The answer is the cheapest of the nodes'
+    full-stream totals, the empty schedule's and the eager schedule's, each an exact engine
+    price. The DP is exact under one approximation: that the cost after a flush at k does not
+    depend on the schedule before k (the flush busts the cache from its first removed block,
+    so the requests after it pay the same prefix either way); what the engine's cache carries
+    across a flush below that block (entry ages, TTL refreshes) can differ between
+    predecessors, so on some sessions a schedule of the class may beat it by that much.
+    tests/test_bound.py checks it against brute force over every schedule on small sessions.
+    Cost: one replay of a stream per candidate, O(requests^2) request steps per stream.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from replay.engine import ReplayOptions, SessionResult, replay_session
+from replay.model.arrays import K_TOOL_RESULT, TOOL_KIND_CODE, Dataset, Session, Stream, Vocab
+from replay.policies.base import Context, Policy
+from replay.policies.common import count_hint, covers
+
+HINT_O200K = 8.0  # devboy's terse hint ("> [ref: tc_42]"), the smallest hint of the sources
+_READ = TOOL_KIND_CODE["read"]
+_MUTATE = TOOL_KIND_CODE["mutate"]
+SOURCE = "offline-optimal bound (issue 13 item 2; docs/bound.md)"
+RETRO_CLASS = ("flush schedules: all pending removals applied at once before each request of a set F; "
+               "per-stream DP over the requests with a pending removal, each candidate schedule priced by the engine")
+
+
+# --- insert-time bound -------------------------------------------------------------------
+class InsertBound(Policy):
+    """Every byte-identical repeat of a block still in context becomes a terse hint (insert-time bound)."""
+
+    name = "bound_insert"
+    source = SOURCE
+
+    @dataclass(frozen=True)
+    class Params:
+        # Hint size in o200k tokens (devboy terse: 8, the smallest hint of the sources).
+        hint_tokens: float = HINT_O200K
+        # Capacity of the hash cache: 0 = unbounded (the bound); recorded for the run listing.
+        capacity: int = 0
+
+    def start_stream(self, ctx: Context) -> None:
+        ctx.state["seen"] = {}
+
+    def on_compaction(self, ctx: Context, pos: int) -> None:
+        ctx.state["seen"] = {}
+
+    def on_append(self, ctx: Context, i: int, size: float) -> float:
+        st = ctx.stream
+        h = st.chash[i]
+        if h < 0:
+            return size
+        seen = ctx.state["seen"]
+        orig = seen.get(h)
+        if orig is None:
+            seen[h] = i
+            return size
+        if st.bkind[i] != K_TOOL_RESULT:
+            return size
+        hint = ctx.units(self.params.hint_tokens)
+        if hint >= size:
+            return size
+        count_hint(ctx, i, orig, False)
+        return hint
+
+
+# --- retroactive bound -------------------------------------------------------------------
+def removals(st: Stream) -> list[list[int]]:
+    """Per request k, the tool-result blocks that become losslessly removable at k (the first
+    request after the later copy or superseding read that makes them redundant)."""
+    n = st.n_blocks
+    ready = [-1] * n  # block -> the position of the earliest block that makes it redundant
+    last_hash: dict[tuple[int, int], int] = {}
+    reads: dict[tuple[int, int], list[int]] = {}  # (partition, resource) -> read results not yet superseded
+    bkind, chash, part, tk, res = st.bkind, st.chash, st.partition, st.tool_kind, st.resource
+    for j in range(n):
+        p = part[j]
+        h = chash[j]
+        if h >= 0:
+            key = (p, h)
+            i = last_hash.get(key)
+            if i is not None and ready[i] < 0:
+                ready[i] = j
+            if bkind[j] == K_TOOL_RESULT:
+                last_hash[key] = j
+        r = res[j]
+        if r < 0:
+            continue
+        if tk[j] == _MUTATE:
+            reads.pop((p, r), None)  # content may change: no later read supersedes these
+            continue
+        if bkind[j] == K_TOOL_RESULT and tk[j] == _READ and not st.is_error[j]:
+            vis = reads.setdefault((p, r), [])
+            ls, le = st.line_start[j], st.line_end[j]
+            keep = []
+            for i in vis:
+                if covers(ls, le, st.line_start[i], st.line_end[i]):
+                    if ready[i] < 0 or ready[i] > j:
+                        ready[i] = j
+                else:
+                    keep.append(i)
+            keep.append(j)
+            reads[(p, r)] = keep
+    out: list[list[int]] = [[] for _ in range(st.n_requests)]
+    r_pos, r_part = st.r_pos, st.r_partition
+    order = sorted((j, i) for i, j in enumerate(ready) if j >= 0 and bkind[i] == K_TOOL_RESULT)
+    k = 0
+    for j, i in order:
+        while k < st.n_requests and (r_pos[k] <= j or r_part[k] < part[i]):
+            k += 1
+        if k < st.n_requests and r_part[k] == part[i]:
+            out[k].append(i)
+    return out
+
+
+class RetroBound(Policy):
+    """Lossless removals (exact repeats, covering re-reads) applied at a chosen set of requests (retroactive bound)."""
+
+    name = "bound_retro"
+    source = SOURCE
+
+    @dataclass(frozen=True)
+    class Params:
+        # The class of schedules optimized over (recorded with the run).
+        schedule: str = RETRO_CLASS
+        # Candidate flush points: "pending" = every request with a removal pending.
+        candidates: str = "pending"
+
+    def __init__(self, params: Any = None, flushes: dict[tuple[str, int], frozenset[int] | None] | None = None):
+        super().__init__(params)
+        # (session_key, stream_id) -> requests before which pending removals are applied;
+        # None = every request (the eager schedule); a stream not listed: the empty schedule
+        self.flushes = flushes if flushes is not None else {}
+
+    def start_stream(self, ctx: Context) -> None:
+        st = ctx.stream
+        memo = st.__dict__.setdefault("_bound_removals", None)
+        if memo is None:
+            memo = st.__dict__["_bound_removals"] = removals(st)
+        s = ctx.state
+        s["avail"] = memo
+        s["pending"] = []
+        s["flush"] = self.flushes.get((st.session_key, st.stream_id), frozenset())
+
+    def on_compaction(self, ctx: Context, pos: int) -> None:
+        ctx.state["pending"] = []
+
+    def before_request(self, ctx: Context, k: int) -> None:
+        s = ctx.state
+        pending = s["pending"]
+        pending.extend(s["avail"][k])
+        if not pending:
+            return
+        f = s["flush"]
+        if f is None or k in f:
+            for i in pending:
+                ctx.set_size(i, 0.0)
+            pending.clear()
+
+
+def _stream_costs(st: Stream, agent: str, vocab: Vocab, flush: frozenset[int] | None,
+                  opts: ReplayOptions) -> list[float]:
+    """Cumulative billed cost before each request (and the total, last) of one stream under a schedule."""
+    pol = RetroBound(flushes={(st.session_key, st.stream_id): flush})
+    res = replay_session(Session(st.session_key, agent, [st]), vocab, pol, opts)
+    cum = [0.0]
+    for c in res.detail["cost"]:
+        cum.append(cum[-1] + c)
+    return cum
+
+
+def optimal_schedule(st: Stream, agent: str, vocab: Vocab, opts: ReplayOptions) -> tuple[frozenset[int] | None, float]:
+    """The DP's schedule for one stream (see the module docstring) and its billed cost."""
+    dopts = replace(opts, detail=True)
+    avail = removals(st)
+    cands = []
+    pending = 0
+    for k in range(st.n_requests):
+        if k and st.r_partition[k] != st.r_partition[k - 1]:
+            pending = 0
+        pending += len(avail[k])
+        if pending:
+            cands.append(k)
+    empty = _stream_costs(st, agent, vocab, frozenset(), dopts)
+    if not cands:
+        return frozenset(), empty[-1]
+    nodes: list[tuple[frozenset[int], list[float]]] = [(frozenset(), empty)]
+    for k in cands:
+        parent = min(nodes, key=lambda nd: nd[1][k])[0]
+        sched = parent | {k}
+        nodes.append((sched, _stream_costs(st, agent, vocab, sched, dopts)))
+    best_s, best_c = min(((s, c[-1]) for s, c in nodes), key=lambda x: x[1])
+    eager = _stream_costs(st, agent, vocab, None, dopts)[-1]
+    if eager < best_c:
+        return None, eager
+    return best_s, best_c
+
+
+def brute_force(st: Stream, agent: str, vocab: Vocab, opts: ReplayOptions) -> float:
+    """The least billed cost over every flush schedule of a stream (2^requests replays: tests only)."""
+    dopts = replace(opts, detail=True)
+    n = st.n_requests
+    return min(_stream_costs(st, agent, vocab, frozenset(k for k in range(n) if m >> k & 1), dopts)[-1]
+               for m in range(1 << n))
+
+
+def retro_policy(ds: Dataset, opts: ReplayOptions) -> RetroBound:
+    """A RetroBound holding the DP's schedule for every stream of the dataset."""
+    flushes: dict[tuple[str, int], frozenset[int] | None] = {}
+    for s in ds.sessions:
+        for st in s.streams:
+            flushes[(st.session_key, st.stream_id)] = optimal_schedule(st, s.agent, ds.vocab, opts)[0]
+    return RetroBound(flushes=flushes)
+
+
+# --- runs ----------------------------------------------------------------------------------
+def _totals(results: list[SessionResult]) -> dict[str, float]:
+    return {k: sum(r.figures[k] for r in results) for k in ("cost", "context_tokens", "tokens_delivered", "busts")}
+
+
+def _saving(base: dict[str, float], run: dict[str, float]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in ("cost", "context_tokens", "tokens_delivered"):
+        b, r = base[f], run[f]
+        out[f] = {"baseline": b, "run": r, "saved": b - r, "saved_pct": (b - r) / b * 100 if b else None}
+    out["busts"] = run["busts"]
+    return out
+
+
+def compute_bounds(con, ds: Dataset, opts: ReplayOptions, *, store_runs: bool = True,
+                   compare_with: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Both bounds (and the noop baseline, and the named registered policies at their
+    defaults) on one cache-model variant; stored as runs when ``store_runs``."""
+    from replay.experiments import runs
+    from replay.policies import Noop, build
+
+    def run(policy: Policy) -> tuple[str | None, list[SessionResult]]:
+        if store_runs:
+            return runs.run_policy(con, ds, policy, opts)
+        return None, [replay_session(s, ds.vocab, policy, opts) for s in ds.sessions]
+
+    t0 = time.perf_counter()
+    base_id, base = run(Noop())
+    base_t = _totals(base)
+    out: dict[str, Any] = {"baseline": {"run_id": base_id, **base_t}, "bounds": {}, "policies": {}}
+    t = time.perf_counter()
+    ins_id, ins = run(InsertBound())
+    out["bounds"]["bound_insert"] = {"run_id": ins_id, "seconds": time.perf_counter() - t,
+                                     **_saving(base_t, _totals(ins))}
+    t = time.perf_counter()
+    pol = retro_policy(ds, opts)
+    ret_id, ret = run(pol)
+    n_eager = sum(1 for f in pol.flushes.values() if f is None)
+    n_flush = sum(len(f) for f in pol.flushes.values() if f is not None)
+    out["bounds"]["bound_retro"] = {"run_id": ret_id, "seconds": time.perf_counter() - t,
+                                    "schedule_class": RETRO_CLASS, "flushes": n_flush, "eager_streams": n_eager,
+                                    **_saving(base_t, _totals(ret))}
+    for name in compare_with:
+        res = [replay_session(s, ds.vocab, build(name), opts) for s in ds.sessions]
+        out["policies"][name] = _saving(base_t, _totals(res))
+    out["seconds"] = time.perf_counter() - t0
+    return out
