@@ -13,12 +13,13 @@ from replay.policies.jp_compaction import JpCompaction
 from replay.policies.jp_resource_dedup import JpResourceDedup
 from replay.policies.noop import Noop
 from replay.policies.pipeline import Pipeline
+from replay.policies.read_range_dedup import ReadRangeDedup
 from replay.policies.supersede import Supersede
 
 REGISTRY: dict[str, type[Policy]] = {
     cls.name: cls
     for cls in (Noop, DevboyLru, JpResourceDedup, CupelDedup, JpCompaction, Supersede, AnthropicClearToolUses,
-                ClaudeCodeMicrocompact, Pipeline)
+                ClaudeCodeMicrocompact, ReadRangeDedup, Pipeline)
 }
 
 

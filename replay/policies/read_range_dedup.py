@@ -1,0 +1,223 @@
+"""read_range_dedup: range-aware insert-time dedup of file reads (this project's policy, not a seed's).
+
+Source: ctxreplay itself (issue 14, item 2). JP RFD 067 lists range subsumption as a non-goal
+and JP 036 only sketches it; devboy's LRU and JP's resource dedup match whole results by
+content hash, so a narrower re-read of a file already in context is delivered again. On the
+27 shared Claude Code logs 443 of 992 Read calls re-read an already-read path, only 78 with
+the same offset/limit: the range is where the repeats are.
+
+Rule (insert-time, append-only: no block already in context changes, so no cache bust):
+
+* a successful read-kind tool result (``Read``/``NotebookRead``; the trace's tool kind
+  ``read``) of a path (``Stream.resource``) whose line range (``line_start``/``line_end``) is
+  covered by an earlier *full delivery* of a read of the same path is replaced by a reference
+  hint naming the earlier call, e.g. ``> [ref: tc_42, lines 120-180]`` (14 o200k tokens,
+  counted by the ingest's o200k counter; devboy's standard hint is 11-12), converted to the
+  stream's units with ``ctx.units``;
+* the earlier read must still be in context: the same compaction partition (a compaction
+  boundary clears the index) and not stripped (its size in ``ctx.eff`` is still its full
+  size: in a pipeline a retroactive step may have removed it), optionally within
+  ``lookback_turns`` user turns;
+* with ``require_no_mutation`` (default), a mutating tool result (tool kind ``mutate``:
+  Edit/Write/MultiEdit/NotebookEdit, and shell commands the ingest classifies as writing a
+  path, e.g. ``sed -i``, ``> file``) of the same path drops the earlier reads of that path
+  from the index, so no hint crosses a visible write;
+* a read whose range equals an indexed read's but whose content hash differs proves the file
+  changed in between (a write the trace did not attribute): the path's index is dropped and
+  the read is delivered in full (it becomes the new original).
+
+Coverage: ``line_start = -1`` is a read from line 1, ``line_end = -1`` a read to the end of
+the file. Claude Code's Read returns at most 2000 lines when no limit is given, so an
+open-ended read of lines [s, EOF) is taken to cover [s, s + ``open_read_lines`` - 1] only
+(default 2000); ``open_read_lines=None`` trusts an open read to cover the whole file (what
+an unbounded read would mean for an agent without the cap). Lines cut at 2000 characters by
+Read are not modelled.
+
+What the trace can prove about content identity, and what it cannot: the trace keeps a keyed
+hash of each *whole* result, never per line. A repeat with the same range and the same hash
+is provably identical (``hints - range_unproven``). A narrower (or differently bounded) range
+inside an earlier read cannot be checked against anything: its identity rests on the
+assumption that the file did not change between the two reads, which the trace supports
+only as far as it sees writes. Such hints are counted in ``range_unproven``; those among them
+with a shell call in between whose path the ingest could not tell (a ``Bash`` command with
+no resource, which might have written the file: a script, a build, ``git checkout``) are
+counted in ``unseen_write_risk`` — the hints that could be wrong. With
+``require_no_mutation=False`` (a what-if, not safe) hints also cross visible writes; those
+count in ``stale_refs`` like devboy's.
+
+Other risk figures: ``hints``, ``hint_distance`` (user turns to the original),
+``dangling_refs`` (0 by construction: the index is per partition).
+
+Measured on the 27 shared Claude Code logs (calibrated variant, TTL from the log; intervals
+are compare's 95% paired bootstrap over sessions). Of 593 Read results with a
+path (15 errors), 210 re-read a path already read in the same stream: 87 are not covered by an earlier
+range, 68 are covered only across a write of the path, 19 only across a compaction, ~36 are
+covered and in context. Defaults: 26 hints (7 proven repeats, 19 ``range_unproven``, 12 of
+them ``unseen_write_risk``), 0 busts, 25.6k tokens removed at insert, cost saved +0.31%
+[+0.08, +0.67] ($0.90 of $294.66), context +0.59% [+0.13, +1.10]; devboy_lru +0.08%
+[+0.03, +0.17], jp_resource_dedup +0.17% [+0.00, +0.50]. With ``opaque_shell_blocks=True`` (no
+hint a shell call could have invalidated): 14 hints, 0 ``unseen_write_risk``, +0.21% [+0.02,
++0.55]. Small, but ahead of both source dedups and distinguishable from 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from replay.model.arrays import K_TOOL_RESULT, TOOL_KIND_CODE, Stream
+from replay.policies.base import Context, Policy
+from replay.policies.common import count_hint
+
+# The hint's rendered form and its size in o200k tokens (the ingest's counter; the test checks it).
+HINT_TEMPLATE = "> [ref: {call}, lines {start}-{end}]"
+TYPICAL = {"call": "tc_42", "start": 120, "end": 180}
+HINT_TOKENS = 14
+
+_READ = TOOL_KIND_CODE["read"]
+_MUTATE = TOOL_KIND_CODE["mutate"]
+_SHELL = TOOL_KIND_CODE["shell"]
+INF = 1 << 62
+
+EXTRA_METRICS = ("range_unproven", "unseen_write_risk")
+
+
+def span(ls: int, le: int, open_lines: int | None) -> tuple[int, int]:
+    """The lines [first, last] a read of (line_start, line_end) returned (-1: unbounded)."""
+    first = ls if ls > 0 else 1
+    if le >= 0:
+        return first, le
+    return first, (first + open_lines - 1 if open_lines else INF)
+
+
+class _Entry:
+    __slots__ = ("pos", "ls", "le", "first", "last", "chash", "opaque")
+
+    def __init__(self, st: Stream, i: int, first: int, last: int, opaque: int):
+        self.pos = i
+        self.ls, self.le = st.line_start[i], st.line_end[i]
+        self.first, self.last = first, last
+        self.chash = st.chash[i]
+        self.opaque = opaque  # opaque shell calls seen in the stream before this read
+
+
+class _State:
+    __slots__ = ("reads", "last_mut", "opaque")
+
+    def __init__(self) -> None:
+        self.reads: dict[int, list[_Entry]] = {}   # path -> full deliveries still in context, oldest first
+        self.last_mut: dict[int, int] = {}         # path -> last block that mutated it
+        self.opaque = 0                            # shell results with no known path so far
+
+
+class ReadRangeDedup(Policy):
+    """A file read whose line range an earlier read of the same path still in context covers (no write in between) becomes a ~14-token hint naming that call (insert-time)."""
+
+    name = "read_range_dedup"
+    source = "ctxreplay (this project, issue 14 item 2; not a seed)"
+
+    @dataclass(frozen=True)
+    class Params:
+        # Only results of at least this many o200k tokens are hinted (the block's own BPE count).
+        # 100: on the 27 shared Claude logs, with no threshold 4 of the 30 hinted re-reads are
+        # under 100 tokens (144 tokens together, 0.7% of the hinted tokens; 3 under 25, where a
+        # 14-token hint saves next to nothing): the indirection the agent must follow is not
+        # worth it. From 100 to 200 the next 6 hints hold 4.6% of the tokens, so 100 is kept.
+        min_tokens: int = 100
+        # Only an original within this many user turns of the re-read is referenced (None: any in
+        # the partition; the partition already bounds what is in context).
+        lookback_turns: int | None = None
+        # A visible write of the path (tool kind mutate on the same resource) between the reads
+        # prevents the hint. False is an unsafe what-if: hints then cross writes (stale_refs).
+        require_no_mutation: bool = True
+        # A shell call whose path the trace cannot tell (might have written the file) between the
+        # reads also prevents a hint not provably identical (different range). Off by default:
+        # such hints are counted in unseen_write_risk instead.
+        opaque_shell_blocks: bool = False
+        # Lines an open-ended read (no limit) is taken to have returned: Claude Code's Read cap of
+        # 2000. None: an open-ended read covers the rest of the file.
+        open_read_lines: int | None = 2000
+        # Size of the hint in o200k tokens (the rendered HINT_TEMPLATE).
+        hint_tokens: float = HINT_TOKENS
+
+        def __post_init__(self):
+            if not isinstance(self.min_tokens, int) or self.min_tokens < 0:
+                raise ValueError(f"min_tokens must be a non-negative integer, got {self.min_tokens!r}")
+            for f in ("lookback_turns", "open_read_lines"):
+                v = getattr(self, f)
+                if v is not None and (not isinstance(v, int) or v < (0 if f == "lookback_turns" else 1)):
+                    raise ValueError(f"{f} must be a {'non-negative' if f == 'lookback_turns' else 'positive'} "
+                                     f"integer or None, got {v!r}")
+            if not isinstance(self.hint_tokens, (int, float)) or self.hint_tokens < 0:
+                raise ValueError(f"hint_tokens must be a non-negative number, got {self.hint_tokens!r}")
+
+    append_kinds = frozenset({K_TOOL_RESULT})
+
+    def start_stream(self, ctx: Context) -> None:
+        for f in EXTRA_METRICS:
+            ctx.metrics.setdefault(f, 0.0)
+        ctx.state["rrd"] = _State()
+
+    def on_compaction(self, ctx: Context, pos: int) -> None:
+        ctx.state["rrd"].reads.clear()  # earlier reads are no longer in context
+
+    def on_append(self, ctx: Context, i: int, size: float) -> float:
+        st = ctx.stream
+        s: _State = ctx.state["rrd"]
+        res = st.resource[i]
+        tk = st.tool_kind[i]
+        if tk == _SHELL and res < 0:
+            s.opaque += 1
+            return size
+        if res < 0:
+            return size
+        if tk == _MUTATE:
+            s.last_mut[res] = i
+            if self.params.require_no_mutation:
+                s.reads.pop(res, None)
+            return size
+        if tk != _READ or st.is_error[i]:
+            return size
+        p = self.params
+        first, last = span(st.line_start[i], st.line_end[i], p.open_read_lines)
+        entries = s.reads.get(res)
+        if entries:
+            ls, le, ch = st.line_start[i], st.line_end[i], st.chash[i]
+            # same range, other content: the file changed unseen; nothing earlier can be trusted
+            if any(e.ls == ls and e.le == le and e.chash != ch for e in entries):
+                entries.clear()
+            elif size >= st.tokens[i] and st.bpe[i] >= p.min_tokens:
+                hit = self._match(ctx, s, i, entries, first, last)
+                if hit is not None:
+                    return ctx.units(p.hint_tokens)
+        if size >= st.tokens[i]:  # a full delivery: a target for later hints
+            s.reads.setdefault(res, []).append(_Entry(st, i, first, last, s.opaque))
+        return size
+
+    def _match(self, ctx: Context, s: _State, i: int, entries: list[_Entry], first: int, last: int) -> _Entry | None:
+        st, p, eff = ctx.stream, self.params, ctx.eff
+        ls, le, ch = st.line_start[i], st.line_end[i], st.chash[i]
+        # stripped originals are no longer in context
+        entries[:] = [e for e in entries if eff[e.pos] >= st.tokens[e.pos]]
+        best = None
+        for e in reversed(entries):  # most recent first; an exact repeat wins
+            if e.first > first or e.last < last:
+                continue
+            if p.lookback_turns is not None and st.user_turn[i] - st.user_turn[e.pos] > p.lookback_turns:
+                continue
+            proven = e.ls == ls and e.le == le and e.chash == ch
+            if not proven and p.opaque_shell_blocks and s.opaque > e.opaque:
+                continue
+            if proven:
+                best = e
+                break
+            if best is None:
+                best = e
+        if best is None:
+            return None
+        m = ctx.metrics
+        count_hint(ctx, i, best.pos, s.last_mut.get(st.resource[i], -1) > best.pos)
+        if not (best.ls == ls and best.le == le and best.chash == ch):
+            m["range_unproven"] += 1
+            if s.opaque > best.opaque:
+                m["unseen_write_risk"] += 1
+        return best
