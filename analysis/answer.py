@@ -140,9 +140,17 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
                      key=lambda r: r["figures"][fig])
     rest = sorted((r for r in cand if r not in winners), key=lambda r: -(r["saved_pct"][fig] or -1e18))
     ranked = winners + rest
+    unmeasured = [r for r in latest.values() if r["policy"] != "noop" and not r.get("baseline_run")]
     out: dict[str, Any] = {"objective": objective, "figure": fig, "max_risk": max_risk, "variant": variant,
                            "candidates": len(cand), "beats_baseline": bool(winners), "best": None,
+                           "without_baseline": [r["run_id"] for r in unmeasured],
                            "ranked": [summary(r, fig) for r in ranked[:top]]}
+    if not cand and unmeasured and not any(r.get("saved_pct") for r in latest.values() if r["policy"] != "noop"):
+        out["headline"] = (f"No saving can be measured: {len(unmeasured)} configuration(s) have no no-op baseline "
+                           "with their cache and price settings. Store one with `ctxreplay replay --policy noop` "
+                           "and the same cache options (or `ctxreplay compare --run-baselines`), then write the "
+                           "report again.")
+        return out
     if not cand:
         out["headline"] = "No run meets the risk limit (" + ", ".join(f"{k} <= {v:g}" for k, v in max_risk.items()) + ")."
         return out

@@ -48,21 +48,12 @@ def run_totals(con, dataset: str | None = None) -> pd.DataFrame:
 
 
 def recorded_cost(con, dataset: str, prices) -> dict[str, float]:
-    """Recorded usage and its cost (priced like the runs) over sessions whose log has usage."""
-    rows = con.execute(
-        """SELECT r.model, sum(r.input_tokens), sum(r.cache_write_5m), sum(r.cache_write_1h), sum(r.cache_read),
-                  sum(r.output_tokens)
-           FROM requests r JOIN sessions s USING (session_key)
-           WHERE s.dataset = ? AND r.session_key IN (
-               SELECT session_key FROM requests GROUP BY session_key HAVING bool_or(has_usage))
-           GROUP BY r.model""", [dataset]).fetchall()
-    tot = {"input_total": 0.0, "cache_read": 0.0, "cache_write": 0.0, "cost": 0.0}
-    for model, u, w5, w1h, rd, out in rows:
-        tot["input_total"] += u + w5 + w1h + rd
-        tot["cache_read"] += rd
-        tot["cache_write"] += w5 + w1h
-        tot["cost"] += prices.rates(model).cost(u, w5, w1h, rd, out)
-    return tot
+    """Recorded usage and its cost over sessions whose log has usage, each request priced on its
+    own at its model's and speed's rates (the one pricing path, shared with `validate`)."""
+    from replay.experiments.validate import recorded_cost as priced_per_request
+
+    rec = priced_per_request(con, dataset, prices)
+    return {f: rec[f] for f in ("input_total", "cache_read", "cache_write", "cost")}
 
 
 def agent_totals(con, dataset: str | None = None) -> dict[str, dict[str, dict[str, float]]]:

@@ -15,8 +15,16 @@ ARTIFACTS = Path(os.environ.get("CTXREPLAY_TEST_ARTIFACTS", Path(__file__).resol
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     d = tmp_path_factory.mktemp("demo")
-    r = CliRunner().invoke(main, ["demo", "--db", str(d / "demo.duckdb"), "--report", str(d / "report")])
+    r = CliRunner().invoke(main, ["demo", "--db", str(d / "demo.duckdb"), "--report", str(d / "report"), "--json"])
     assert r.exit_code == 0, r.output
+
+    def bad(c):
+        raise ValueError(f"not strict JSON: {c}")
+
+    summary = json.loads(r.stdout, parse_constant=bad)  # --json: the summary alone on stdout, strict
+    assert summary["db"] == str(d / "demo.duckdb") and summary["report"] == str(d / "report" / "index.html")
+    assert summary["ingest"]["sessions"] > 0 and "noop" in summary["policies"] and summary["answer"]["headline"]
+    assert set(summary["fidelity"]) >= {"calibrated", "model_only"}
     return d
 
 
@@ -194,3 +202,9 @@ def test_report_renders_in_headless_chromium(demo):
     im = Image.open(shot).convert("L")
     hist = im.histogram()
     assert max(hist) < 0.97 * sum(hist), "screenshot is a single colour"
+
+
+def test_regenerate_line_names_the_real_database(demo):
+    md = (demo / "report" / "report.md").read_text()
+    line = next(x for x in md.splitlines() if "regenerate with" in x)
+    assert f"`ctxreplay report --db {demo / 'demo.duckdb'} --dataset sample --out {demo / 'report'}`" in line

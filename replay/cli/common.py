@@ -74,9 +74,23 @@ def fail_on(*errors: type[BaseException], console: Console | None = None):
         fail(os_error_message(e) if isinstance(e, OSError) else str(e), console=console)
 
 
+EXIT_CODES = """Exit codes: 0 done; 1 an error, printed as one `error: ...` line on stderr (a missing or
+damaged database, an unknown dataset, a policy parameter out of range, `ingest` with no usable
+file, `check` on a damaged file); 2 a usage error reported by the option parser
+(`Error: ...` after a usage line: an unknown option or command, a missing argument, a value
+outside the listed choices, a path given to an option that must exist but does not); 130
+interrupted (Ctrl-C).
+
+`--json` (`-j`) prints strict JSON on stdout (no NaN or infinity: missing values are null).
+`--dataset`: commands that read a dataset default to the database's only one and, when it
+holds several, fail listing them; `ingest` and `anonymize` name the dataset they write
+(default `default`)."""
+
+
 class CleanGroup(click.Group):
     """The command group: OS errors (disk full, permissions) and DuckDB errors that escape a
-    command end in one `error:` line and exit 1, not a traceback."""
+    command end in one `error:` line and exit 1, not a traceback; Ctrl-C ends in one line and
+    exit 130."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -85,14 +99,25 @@ class CleanGroup(click.Group):
             if e.errno == errno.EPIPE:
                 raise
             fail(os_error_message(e))
+        except (KeyboardInterrupt, click.exceptions.Abort):
+            interrupted()
         except Exception as e:
             duckdb = sys.modules.get("duckdb")
+            if duckdb is not None and (isinstance(e, getattr(duckdb, "InterruptException", ())) or (
+                    type(e) is RuntimeError and str(e) == "Query interrupted")):  # Ctrl-C inside a DuckDB query
+                interrupted()
             if duckdb is None or not isinstance(e, duckdb.Error):
                 raise
             from replay import store
 
             db = ctx.meta.get(DB_META)
             fail(str(store.database_error(db or Path("the database"), e)))
+
+
+def interrupted() -> None:
+    """Ctrl-C: one line on stderr, exit 130."""
+    err.print("interrupted", soft_wrap=True)
+    sys.exit(130)
 
 
 # --- options --------------------------------------------------------------------------
@@ -114,10 +139,16 @@ SPEC_ARGUMENT = click.argument("spec_file", type=click.Path(exists=True, dir_oka
 
 
 def json_option(help: str = "Print JSON."):
-    return click.option("--json", "as_json", is_flag=True, help=help)
+    """`--json` / `-j` (as in ccusage): strict JSON on stdout, nothing else."""
+    return click.option("--json", "-j", "as_json", is_flag=True, help=help)
 
 
-def dataset_option(help: str, **kw):
+DATASET_HELP = "Dataset [default: the only one in the database; with several, name one]."
+
+
+def dataset_option(help: str = DATASET_HELP, **kw):
+    """`--dataset`. Commands that read one default to the database's only dataset and fail,
+    listing them, when it holds several (`pick_dataset`)."""
     kw.setdefault("default", None)
     return click.option("--dataset", help=help, **kw)
 
@@ -210,6 +241,17 @@ def count_progress(label: str, counter: str, disable: bool) -> Progress:
 
 
 # --- output ---------------------------------------------------------------------------
+
+PIPE_WIDTH = 240
+
+
+def print_table(t) -> None:
+    """A Rich table at full width into a pipe or file (wrapped cells are unreadable there), at
+    the terminal's width otherwise."""
+    if out.is_terminal:
+        out.print(t)
+    else:
+        Console(soft_wrap=True, width=PIPE_WIDTH).print(t)
 
 def fmt_ts(ms: int | None) -> str:
     if ms is None:

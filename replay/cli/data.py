@@ -9,9 +9,10 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, QUIET_OPTION, byte_progress, check_dataset, clean, dataset_option, echo_json, esc, fail_on, fmt_ts,
-    json_option, key_file_option, open_db, out, out_dir_option
+    DB_OPTION, QUIET_OPTION, byte_progress, clean, dataset_option, echo_json, esc, fail_on, fmt_ts, json_option,
+    key_file_option, open_db, out, out_dir_option, pick_dataset, print_table
 )
+from replay.cli.usage import filter_options
 
 
 @click.command()
@@ -99,38 +100,66 @@ def datasets(db: Path, as_json: bool) -> None:
     for r in rows:
         t.add_row(esc(r["name"]), str(r["sessions"]), str(r["requests"]), str(r["blocks"]), str(r["file_versions"]),
                   esc(r["token_counter"]), r["created_at"].strftime("%Y-%m-%d %H:%M"))
-    out.print(t)
+    print_table(t)
 
 
 @click.command()
 @DB_OPTION
-@dataset_option("Only this dataset.")
-@json_option()
-def sessions(db: Path, dataset: str | None, as_json: bool) -> None:
-    """List the sessions of a database (one row per session)."""
-    from replay import store
+@dataset_option()
+@filter_options
+@json_option("Print strict JSON: one object per session, with its recorded usage and cost.")
+def sessions(db: Path, dataset: str | None, since, until, projects, models, agents, tz_name, key_file, prices_file,
+             price_date, as_json: bool) -> None:
+    """List the sessions of a dataset (one row per session) with their recorded cost.
 
+    cost $ is what the log records, priced per response with its model's rates as `ctxreplay
+    usage` does (`+`: part of it has no price; `?`: none). With filters (--since, --until,
+    --project, --model, --agent), only sessions with a matching response are listed and their
+    tokens and cost cover those responses only.
+    """
+    from replay import store
+    from replay.cli.usage import make_filters, money, price_table, recorded_usage
+
+    prices = price_table(prices_file, price_date)
     con = open_db(db)
-    if dataset:
-        check_dataset(con, dataset, db)
-    rows = store.sessions(con, dataset)
+    dataset = pick_dataset(con, dataset, db)
+    filters = make_filters(con, dataset, since, until, projects, models, agents, tz_name, key_file)
+    costs = {r["key"]: r for r in recorded_usage(con, dataset, "session", filters, prices)["rows"]}
+    rows = []
+    for r in store.sessions(con, dataset):
+        u = costs.get(r["session_key"])
+        if u is None and filters.active():
+            continue
+        rows.append({**r, "project": u.get("project") if u else None, "cost": u["cost"] if u else 0.0,
+                     "cost_complete": u["cost_complete"] if u else True, "usage": None if u is None else {
+            k: u[k] for k in ("requests", "input", "cache_write_5m", "cache_write_1h", "cache_read", "output",
+                              "total_tokens", "cost", "cost_complete", "unpriced_models", "requests_without_usage")}})
     if as_json:
         echo_json(rows)
         return
-    t = Table("dataset", "session", "agent", "models", "streams", "requests", "blocks", "compactions",
-              "block tokens", "started")
+    t = Table("session", "agent", "models", "streams", "requests", "blocks", "compactions", "block tokens",
+              "started", "cost $", title=f"Sessions of {esc(dataset)}")
+    for c in t.columns[3:]:
+        c.justify = "right"
+    total = 0.0
     for r in rows:
-        t.add_row(esc(r["dataset"]), esc(r["session_key"]), esc(r["agent"]), esc(r["models"] or "-"),
-                  str(r["n_streams"]), str(r["n_requests"]), str(r["n_blocks"]), str(r["n_compactions"]),
-                  f"{r['block_tokens']:,}", fmt_ts(r["started_at"]))
-    out.print(t)
+        u = r["usage"]
+        total += u["cost"] if u else 0.0
+        t.add_row(esc(r["session_key"]), esc(r["agent"]), esc(r["models"] or "-"), str(r["n_streams"]),
+                  str(r["n_requests"]), str(r["n_blocks"]), str(r["n_compactions"]), f"{r['block_tokens']:,}",
+                  fmt_ts(r["started_at"]), money(u) if u else "0.00")
+    incomplete = any(r["usage"] and not r["usage"]["cost_complete"] for r in rows)
+    t.add_section()
+    t.add_row(f"{len(rows)} sessions", *[""] * 8, f"{total:,.2f}" + ("+" if incomplete else ""), style="bold")
+    print_table(t)
 
 
 @click.command()
 @DB_OPTION
-@dataset_option("Dataset to export.", required=True)
+@dataset_option("Dataset to export [default: the only one in the database; with several, name one].")
 @out_dir_option("Directory for the Parquet files.", required=True)
-def export(db: Path, dataset: str, out_dir: Path) -> None:
+@json_option("Print JSON: {dataset, out, tables: {table: rows}}.")
+def export(db: Path, dataset: str | None, out_dir: Path, as_json: bool) -> None:
     """Export a dataset's trace as Parquet (sessions, streams, requests, blocks, compactions).
 
     The trace holds no raw text, so it can be shared; the key file stays with you. Files are
@@ -139,8 +168,12 @@ def export(db: Path, dataset: str, out_dir: Path) -> None:
     from replay import store
 
     con = open_db(db)
+    dataset = pick_dataset(con, dataset, db)
     with fail_on(store.StoreError, OSError):
         counts = store.export_parquet(con, dataset, out_dir)
+    if as_json:
+        echo_json({"dataset": dataset, "out": str(out_dir), "tables": counts}, default=None)
+        return
     out.print(f"wrote {esc(out_dir)}: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
 
 
@@ -150,7 +183,8 @@ def export(db: Path, dataset: str, out_dir: Path) -> None:
 @click.option("--sessions", "n_sessions", type=click.IntRange(min=1), default=6, show_default=True,
               help="Number of sessions.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed (same seed, same bytes).")
-def generate(out_dir: Path, n_sessions: int, seed: int) -> None:
+@json_option("Print JSON: {out, files, bytes, sessions, requests, tool_results}.")
+def generate(out_dir: Path, n_sessions: int, seed: int, as_json: bool) -> None:
     """Generate a deterministic synthetic corpus of Claude Code sessions.
 
     Sessions have file re-reads with and without edits in between, partial reads, greps,
@@ -159,6 +193,10 @@ def generate(out_dir: Path, n_sessions: int, seed: int) -> None:
     from replay.synth.generate import generate_corpus
 
     s = generate_corpus(out_dir, sessions=n_sessions, seed=seed)
+    if as_json:
+        echo_json({"out": str(out_dir), "files": len(s.files), "bytes": s.bytes, "sessions": s.sessions,
+                   "requests": s.requests, "tool_results": s.tool_results, "seed": seed}, default=None)
+        return
     out.print(
         f"wrote {len(s.files)} files ({s.bytes / 1e6:.1f} MB) to {esc(out_dir)}: "
         f"{s.sessions} sessions, {s.requests} requests, {s.tool_results} tool results"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 import click
 from rich.table import Table
 
-from replay.cli.common import REPO_ROOT, esc, fail, open_db, out, remember_db
+from replay.cli.common import REPO_ROOT, esc, fail, json_option, open_db, out, remember_db
 from replay.cli.data import print_ingest_summary
 
 SAMPLE_DIR = REPO_ROOT / "datasets" / "sample" / "logs"
@@ -34,7 +37,8 @@ def sample_logs_dir() -> Path:
               help="Log directory to use instead of the embedded sample.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out/report"),
               show_default=True, help="Where the report goes.")
-def demo(db: Path, logs: Path | None, report_dir: Path) -> None:
+@json_option("Print only a JSON summary at the end: {db, report, ingest, fidelity, policies, sweep, answer}.")
+def demo(db: Path, logs: Path | None, report_dir: Path, as_json: bool) -> None:
     """Run the whole pipeline on the embedded sample dataset (no logs of your own needed).
 
     Ingests `datasets/sample/`, checks the no-op baseline against the recorded usage,
@@ -46,17 +50,34 @@ def demo(db: Path, logs: Path | None, report_dir: Path) -> None:
     db.parent.mkdir(parents=True, exist_ok=True)
     for suffix in ("", ".wal"):
         Path(str(db) + suffix).unlink(missing_ok=True)
-    _ingest_sample(logs, db)
-    con = open_db(db, read_only=False)
-    _baseline_fidelity(con)
-    _every_policy(con)
-    con.close()
-    _sweep(db)
-    _report(db, report_dir)
+    summary: dict = {"db": str(db), "report": str(report_dir / "index.html"), "logs": str(logs)}
+    with _quiet(as_json):
+        summary["ingest"] = _ingest_sample(logs, db)
+        con = open_db(db, read_only=False)
+        summary["fidelity"] = _baseline_fidelity(con)
+        summary["policies"] = _every_policy(con)
+        con.close()
+        summary["sweep"] = _sweep(db)
+        summary["answer"] = _report(db, report_dir)
+    if as_json:
+        from analysis.compare import strict
+
+        click.echo(json.dumps(strict(summary), indent=2, allow_nan=False, default=str))
+        return
     out.print(f"[green]demo done[/]: {esc(db)}, {esc(report_dir)}/index.html")
 
 
-def _ingest_sample(logs: Path, db: Path) -> None:
+@contextmanager
+def _quiet(on: bool):
+    """With --json, the steps' text goes nowhere (stdout carries the JSON only)."""
+    if not on:
+        yield
+        return
+    with open(os.devnull, "w") as sink, redirect_stdout(sink):
+        yield
+
+
+def _ingest_sample(logs: Path, db: Path) -> dict:
     from replay.store.load import ingest as run_ingest
 
     out.rule("[bold]1. ingest")
@@ -64,22 +85,25 @@ def _ingest_sample(logs: Path, db: Path) -> None:
     summary = run_ingest([logs], db, dataset="sample", key_file=db.parent / "demo.key")
     print_ingest_summary(summary, db, "sample")
     if summary.failed:
-        fail("the sample did not ingest cleanly; see the messages above")
+        fail("the sample did not ingest cleanly: " + "; ".join(f"{f}: {r}" for f, r in summary.failed[:3]))
+    return summary.as_dict()
 
 
-def _baseline_fidelity(con) -> None:
+def _baseline_fidelity(con) -> dict:
     from analysis.fidelity import variant_fidelity
     from replay.engine import ReplayOptions
     from replay.experiments.validate import validate as run_validate
 
     out.rule("[bold]2. baseline fidelity")
     rep = run_validate(con, "sample", ReplayOptions())
-    for name, v in variant_fidelity(rep).items():
+    found = variant_fidelity(rep)
+    for name, v in found.items():
         e = v["rel_error"]
         within = "?" if v["sessions_within_targets"] is None else v["sessions_within_targets"]
         out.print(f"no-op replay vs recorded usage, {name.replace('_', '-')}: {within}/{v['sessions']} sessions "
                   "within targets; " + ", ".join(f"{label} {_pct(e.get(f))}" for f, label in (
                       ("input_total", "input"), ("cache_read", "reads"), ("cache_write", "writes"), ("cost", "cost"))))
+    return found
 
 
 def _pct(v) -> str:
@@ -89,7 +113,7 @@ def _pct(v) -> str:
 VARIANTS = (("calibrated", "log"), ("model-only", "none"))
 
 
-def _every_policy(con) -> None:
+def _every_policy(con) -> dict:
     from replay.engine import ReplayOptions
     from replay.experiments import runs
     from replay.model.cache import CacheConfig
@@ -98,6 +122,7 @@ def _every_policy(con) -> None:
     out.rule("[bold]3. the baseline and every policy at its defaults, under both cache-model variants")
     ds = runs.load(con, "sample")
     t = Table("policy", *(f"{v} cost $" for v, _ in VARIANTS), "context tokens", "busts")
+    found: dict[str, dict] = {}
     for name in REGISTRY:
         if name == "pipeline":
             continue
@@ -107,11 +132,13 @@ def _every_policy(con) -> None:
             run_id, results = runs.run_policy(con, ds, build(name), opts)
             tot = {k: sum(r.figures[k] for r in results) for k in ("cost", "context_tokens", "busts")}
             cost.append(f"{tot['cost']:,.2f}")
+            found.setdefault(name, {})[variant.replace("-", "_")] = {"run_id": run_id, **tot}
         t.add_row(name, *cost, f"{tot['context_tokens']:,.0f}", f"{tot['busts']:.0f}")
     out.print(t)
+    return found
 
 
-def _sweep(db: Path) -> None:
+def _sweep(db: Path) -> dict | None:
     from replay.experiments.sweep import load_spec, run_sweep
 
     out.rule("[bold]4. sweep")
@@ -122,11 +149,12 @@ def _sweep(db: Path) -> None:
         res = run_sweep(db, spec, "sample")
         out.print(f"sweep {res.sweep_id}: {res.points} runs of devboy_lru configurations and their no-op baselines, "
                   f"calibrated and model-only, in {res.seconds:.1f}s")
-    else:
-        out.print(f"[yellow]{esc(spec_path)} not found (installed without the repository): sweep skipped[/]")
+        return {"sweep_id": res.sweep_id, "points": res.points, "seconds": round(res.seconds, 2)}
+    out.print(f"[yellow]{esc(spec_path)} not found (installed without the repository): sweep skipped[/]")
+    return None
 
 
-def _report(db: Path, report_dir: Path) -> None:
+def _report(db: Path, report_dir: Path) -> dict:
     from analysis.report import build as build_report
 
     out.rule("[bold]5. report")
@@ -134,6 +162,7 @@ def _report(db: Path, report_dir: Path) -> None:
     out.print(f"wrote {esc(report_dir)}/index.html and {esc(report_dir)}/report.md ({r['runs']} runs, "
               f"{r['figures']} figures)")
     out.print(esc(r["answer"]["headline"]))
+    return r["answer"]
 
 
 COMMANDS = [demo]

@@ -25,7 +25,7 @@ def render_cli() -> str:
     lines += ["```", main.get_help(ctx).strip(), "```", ""]
     for name in sorted(main.commands):
         cmd = main.commands[name]
-        sub = click.Context(cmd, info_name=f"ctxreplay {name}", parent=ctx, terminal_width=100,
+        sub = click.Context(cmd, info_name=name, parent=ctx, terminal_width=100,
                             max_content_width=100, **main.context_settings)
         lines += [f"## ctxreplay {name}", "", "```", cmd.get_help(sub).strip(), "```", ""]
     return "\n".join(lines)

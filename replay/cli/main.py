@@ -1,7 +1,7 @@
 """The ctxreplay command line: the click group and the registration of every command.
 
 Each command group lives in its own module, a thin layer over the library: `data`
-(ingest, datasets, sessions, export, generate), `run` (policies, replay, runs, sweep,
+(ingest, datasets, sessions, export, generate), `usage` (recorded usage and cost), `run` (policies, replay, runs, sweep,
 tune), `results` (compare, report, validate), `demo` and `privacy` (anonymize). What
 they share (options, consoles, error handling, database helpers) is in `common`; `check`
 reads a database fully to tell whether it is whole.
@@ -12,15 +12,15 @@ from __future__ import annotations
 import click
 
 from replay import __version__
-from replay.cli import check, data, demo, results, run
-from replay.cli.common import CONTEXT_SETTINGS, CleanGroup
+from replay.cli import bound, breaks, check, data, demo, results, run, usage
+from replay.cli.common import CONTEXT_SETTINGS, EXIT_CODES, CleanGroup
 from replay.cli.demo import sample_logs_dir
 from replay.cli.privacy import anonymize
 
 __all__ = ["main", "sample_logs_dir"]
 
 
-@click.group(cls=CleanGroup, context_settings=CONTEXT_SETTINGS)
+@click.group(cls=CleanGroup, context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)
 @click.version_option(__version__, prog_name="ctxreplay")
 def main() -> None:
     """Replay coding-agent logs through context dedup/trimming policies and price them
@@ -30,7 +30,8 @@ def main() -> None:
     """
 
 
-for _command in [*data.COMMANDS, *run.COMMANDS, *results.COMMANDS, *check.COMMANDS, *demo.COMMANDS, anonymize]:
+for _command in [*data.COMMANDS, *usage.COMMANDS, *run.COMMANDS, *results.COMMANDS, *breaks.COMMANDS, *bound.COMMANDS,
+                 *check.COMMANDS, *demo.COMMANDS, anonymize]:
     main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover

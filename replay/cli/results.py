@@ -9,16 +9,43 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, cache_options, dataset_option, echo_json, esc, fail_on, json_option, make_options, max_risk_option,
-    objective_option, open_db, out, out_dir_option, pick_dataset
+    DB_OPTION, cache_options, dataset_option, echo_json, err, esc, fail, fail_on, json_option, make_options,
+    max_risk_option, objective_option, open_db, out, out_dir_option, pick_dataset, print_table
 )
+
+
+SORTS = ("started", "cost", "saved", "context", "delivered", "policy", "run")
+
+
+def _sort_key(by: str):
+    def saved(f):
+        def key(r):
+            v = (r.get("saved_pct") or {}).get(f)
+            return (v is None, -(v or 0.0), r["started_at"])
+        return key
+
+    return {
+        "started": lambda r: r["started_at"],
+        "cost": lambda r: (r["figures"]["cost"] is None, r["figures"]["cost"] or 0.0, r["started_at"]),
+        "saved": saved("cost"), "context": saved("context_tokens"), "delivered": saved("tokens_delivered"),
+        "policy": lambda r: (r["policy"], r["started_at"]), "run": lambda r: r["run_id"],
+    }[by]
 
 
 @click.command()
 @DB_OPTION
-@dataset_option("Only runs of this dataset.")
+@dataset_option()
+@click.option("--policy", "policies", metavar="NAME", multiple=True,
+              help="Only runs of this policy (repeatable; `noop` shows the baselines).")
+@click.option("--sort", type=click.Choice(SORTS), default="started", show_default=True,
+              help="Row order: started (run order), cost (lowest first), saved / context / delivered (largest "
+              "saving of cost, context tokens or delivered tokens first), policy, run.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Show the first N rows (after --sort).")
+@click.option("--run-baselines", is_flag=True,
+              help="Run the missing no-op baselines first (one `replay --policy noop` per cache setting that has "
+              "runs but no baseline), so every saving can be measured.")
 @json_option("Print strict JSON (one object per run; no NaN: missing values are null).")
-def compare(db, dataset, as_json):
+def compare(db, dataset, policies, sort, limit, run_baselines, as_json):
     """Compare finished runs: tokens, cost, cache hit rate, busts and risk figures, with
     savings vs the no-op baseline run of the same dataset and cache settings, the baseline's
     own fidelity against the recorded bill, and each configuration's saving under both
@@ -27,30 +54,143 @@ def compare(db, dataset, as_json):
     Every saving carries a 95% interval: a paired percentile bootstrap over sessions (2,000
     seeded resamples of the sessions with replacement, the saving ratio
     sum(baseline - run) / sum(baseline) recomputed on each). A saving is "not distinguishable"
-    when its interval contains 0 or it is smaller than the baseline's own fidelity error."""
-    from analysis.compare import compare as run_compare
+    when its interval contains 0 or it is smaller than the baseline's own fidelity error.
 
-    con = open_db(db)
+    A saving needs a no-op run with the same cache and price settings: runs without one are
+    listed with the command that makes it (or give --run-baselines)."""
+    from analysis.compare import compare as run_compare
+    from replay.policies import REGISTRY
+
+    unknown = [p for p in policies if p not in REGISTRY]
+    if unknown:
+        fail(f"--policy {unknown[0]!r}: no such policy; known: {', '.join(sorted(REGISTRY))}")
+    con = open_db(db, read_only=not run_baselines)
+    dataset = pick_dataset(con, dataset, db)
+    if run_baselines:
+        _run_missing_baselines(con, db, dataset, run_compare(con, dataset), quiet=as_json)
     rows = run_compare(con, dataset)
+    for r in rows:
+        if r["policy"] != "noop" and not r.get("baseline_run"):
+            r["baseline_missing"] = _baseline_command(db, r)
+    shown = [r for r in rows if not policies or r["policy"] in policies]
+    shown.sort(key=_sort_key(sort))
+    if limit is not None:
+        shown = shown[:limit]
     if as_json:
-        click.echo(json.dumps(rows, indent=2, allow_nan=False))
+        click.echo(json.dumps(shown, indent=2, allow_nan=False))
         return
     if not rows:
-        out.print(f"no finished runs in {esc(db)}; run `ctxreplay replay --db {esc(db)} --policy noop` first")
+        out.print(f"no finished runs of {esc(dataset)} in {esc(db)}; run `ctxreplay replay --db {esc(db)} "
+                  "--policy noop` first")
         return
-    _print_runs(rows)
-    _print_variants(rows)
+    if not shown:
+        out.print(f"no finished runs of {esc(', '.join(policies))} ({len(rows)} runs of other policies)")
+        return
+    _print_runs(shown)
+    _print_variants(shown)
+    if len(shown) < len(rows):
+        out.print(f"{len(shown)} of {len(rows)} runs shown")
     seen = set()
-    for r in rows:
+    for r in shown:
         fid = r["baseline_fidelity"]
         if fid and r["baseline_run"] not in seen and fid["cost_rel_error"] is not None:
             seen.add(r["baseline_run"])
             out.print(f"baseline {esc(r['baseline_run'])} ({esc(r['dataset'])}, {r['variant'].replace('_', '-')}, "
                       f"TTL {esc(r['cache_config'].get('ttl'))}): simulated ${fid['baseline_cost']:,.2f} vs recorded "
                       f"${fid['recorded_cost']:,.2f} ({fid['cost_rel_error']:+.2%})")
+    for cmd, ids in _missing_baselines(db, shown).items():
+        out.print(f"[yellow]no no-op baseline for {len(ids)} run(s) ({esc(', '.join(ids[:4]))}"
+                  f"{', ...' if len(ids) > 4 else ''}) with their cache and price settings, so their savings show "
+                  f"`-`; measure them with:[/]\n  {esc(cmd)}\n  (or `ctxreplay compare --run-baselines`)")
     out.print("savings are measured against the baseline of the same variant and settings; [95% interval] is a paired "
               "bootstrap over sessions; n.d. = not distinguishable (the interval contains 0, or the saving is smaller "
               "than that baseline's fidelity error)")
+
+
+CACHE_FLAGS = (("ttl", "--ttl", "log"), ("breakpoints", "--breakpoints", "claude-code"),
+               ("warm_start", "--warm-start", "log"), ("turn_end_write", "--turn-end-write", "always"))
+
+
+def _cache_fields() -> set[str]:
+    import dataclasses
+
+    from replay.model.cache import CacheConfig
+
+    return {f.name for f in dataclasses.fields(CacheConfig)}
+
+
+def _baseline_command(db: Path, r: dict, variant: str | None = "") -> str:
+    """The command that stores the no-op baseline `r` lacks (a sweep's runs: its spec, re-run);
+    ``variant`` None: both variants (replay's default); "": the row's own."""
+    import shlex
+
+    cfg, prices = r["cache_config"], r.get("prices") or {}
+    if set(cfg) - _cache_fields() or cfg.get("lookback_blocks") is not None or cfg.get("min_cacheable") is not None:
+        spec = cfg.get("sweep_spec")
+        return (f"ctxreplay sweep {shlex.quote(str(spec)) if isinstance(spec, str) and len(spec) < 200 else 'SPEC'} "
+                f"--db {shlex.quote(str(db))}   (a sweep stores a no-op baseline per cache setting; re-running it "
+                "resumes it)")
+    parts = ["ctxreplay", "replay", "--db", str(db), "--dataset", r["dataset"], "--policy", "noop"]
+    if variant is not None:
+        parts += ["--variants", (variant or r["variant"]).replace("_", "-")]
+    for key, flag, default in CACHE_FLAGS:
+        if cfg.get(key, default) != default:
+            parts += [flag, str(cfg[key])]
+    if prices.get("override_file"):
+        parts += ["--prices", prices["override_file"]]
+    if prices.get("price_date"):
+        from replay.model.costs import DEFAULT_PRICE_DATE
+
+        if prices["price_date"] != DEFAULT_PRICE_DATE:
+            parts += ["--price-date", prices["price_date"]]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _missing_baselines(db: Path, rows: list[dict]) -> dict[str, list[str]]:
+    """command -> run ids, for the runs without a baseline; one command for both variants when
+    both lack theirs."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    first: dict[str, dict] = {}
+    for r in rows:
+        if r.get("baseline_missing"):
+            both = _baseline_command(db, r, None)
+            groups.setdefault(both, {}).setdefault(r["variant"], []).append(r["run_id"])
+            first.setdefault(both, r)
+    found: dict[str, list[str]] = {}
+    for both, by_variant in groups.items():
+        if len(by_variant) == 2 and both.startswith("ctxreplay replay"):
+            found[both] = [i for ids in by_variant.values() for i in ids]
+        else:
+            for v, ids in by_variant.items():
+                found.setdefault(_baseline_command(db, first[both], v), []).extend(ids)
+    return found
+
+
+def _run_missing_baselines(con, db: Path, dataset: str, rows: list[dict], quiet: bool) -> None:
+    """Store a no-op run for every (cache settings, prices) of `rows` that has runs but no baseline."""
+    from replay.engine import ReplayOptions
+    from replay.experiments import runs
+    from replay.model.cache import CacheConfig
+    from replay.model.costs import PriceError, PriceTable
+    from replay.policies import build
+
+    todo: dict[str, tuple[dict, dict]] = {}
+    for r in rows:
+        if r["policy"] == "noop" or r.get("baseline_run") or r["dataset"] != dataset:
+            continue
+        cfg = r["cache_config"]
+        if set(cfg) - _cache_fields():
+            continue  # a sweep's run: its spec holds the baseline
+        todo.setdefault(json.dumps([cfg, r["prices"]], sort_keys=True), (cfg, r["prices"]))
+    if not todo:
+        return
+    ds = runs.load(con, dataset)
+    for cfg, prices in todo.values():
+        with fail_on(PriceError, ValueError):
+            table = PriceTable(prices["price_date"], prices.get("overrides") or {}, prices.get("override_file"))
+            run_id, _ = runs.run_policy(con, ds, build("noop"), ReplayOptions(CacheConfig(**cfg), table))
+        if not quiet:
+            err.print(f"ran no-op baseline {esc(run_id)} ({esc(json.dumps(cfg))})")
 
 
 def _saving(r: dict, f: str) -> str:
@@ -69,17 +209,10 @@ def _settings(r: dict) -> str:
     from analysis.tables import non_default, show_value
 
     nd = non_default(r["policy"], r["params"])
-    return ", ".join(f"{k}={show_value(r['policy'], k, v)}" for k, v in nd.items())[:40] or "defaults"
+    return ", ".join(f"{k}={show_value(r['policy'], k, v)}" for k, v in nd.items()) or "defaults"
 
 
-def _print_table(t: Table) -> None:
-    """Full width into a pipe or file (wrapped cells are unreadable there); the terminal's otherwise."""
-    if out.is_terminal:
-        out.print(t)
-    else:
-        from rich.console import Console
-
-        Console(soft_wrap=True, width=240).print(t)
+_print_table = print_table
 
 
 def _print_runs(rows: list[dict]) -> None:
@@ -122,11 +255,12 @@ def _print_variants(rows: list[dict]) -> None:
 
 @click.command()
 @DB_OPTION
-@dataset_option("Dataset [default: the only one].")
+@dataset_option()
 @out_dir_option("Directory for index.html, report.md and img/.", required=True)
 @objective_option("What the recommendation minimizes.")
 @max_risk_option("Risk limit of the recommendation [default: stale_refs=0, dangling_refs=0].")
-def report(db, dataset, out_dir, objective, max_risk):
+@json_option("Print strict JSON: {out, runs, figures, recommendation, answer}.")
+def report(db, dataset, out_dir, objective, max_risk, as_json):
     """Write the policy report, led by the answer: the recommendation (or "no policy beats the
     baseline on these logs") with its saving in percent and dollars, its 95% interval and the
     runner-up's differing setting; then each configuration's saving under both cache-model
@@ -145,8 +279,23 @@ def report(db, dataset, out_dir, objective, max_risk):
     con.close()
     with fail_on(ValueError, OSError):
         res = build(db, dataset, out_dir, objective=objective, max_risk=limits)
+    if as_json:
+        from analysis.compare import strict
+
+        click.echo(json.dumps(strict({"dataset": dataset, **res}), indent=2, allow_nan=False, default=str))
+        return
     out.print(f"wrote {esc(out_dir)}/index.html and report.md ({res['runs']} runs, {res['figures']} figures)")
     out.print(esc(res["answer"]["headline"]))
+    if res["answer"].get("without_baseline"):
+        from analysis.compare import compare as run_compare
+
+        con = open_db(db)
+        rows = [r for r in run_compare(con, dataset) if r["policy"] != "noop" and not r.get("baseline_run")]
+        for r in rows:
+            r["baseline_missing"] = True
+        for cmd, ids in _missing_baselines(db, rows).items():
+            out.print(f"[yellow]{len(ids)} run(s) have no no-op baseline, so the report cannot measure their "
+                      f"savings; store it with[/]\n  {esc(cmd)}\n  then write the report again")
 
 
 @click.command()
@@ -185,9 +334,10 @@ def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, pri
 
 
 def _print_validation(pub: dict, plot_path: Path) -> None:
-    from replay.experiments.validate import TARGETS
+    from replay.experiments.validate import READ_MATCH_SHARE, READ_MATCH_TOKENS, TARGETS
 
-    t = Table("session", "agent", "requests", "input", "reads", "writes", "cost", "ok")
+    t = Table("session", "agent", "requests", "input", "reads", "writes", "cost", "reads matched", "ok",
+              "ok (model only)")
 
     def pct(v, f):
         if v is None:
@@ -195,28 +345,40 @@ def _print_validation(pub: dict, plot_path: Path) -> None:
         style = "green" if abs(v) <= TARGETS[f] else "red"
         return f"[{style}]{v:+.2%}[/]"
 
+    def ok(v):
+        return "no usage" if v is None else "yes" if v else "[red]no[/]"
+
+    def share(v):
+        return "-" if v is None else f"{v:.2%}"
+
     for s in pub["sessions"]:
-        e = s["rel_error"]
-        ok = "no usage" if s["within_targets"] is None else "yes" if s["within_targets"] else "[red]no[/]"
-        t.add_row(esc(s["session_id"][:12]), esc(s["agent"]), str(s["requests"]), *(pct(e[f], f) for f in TARGETS), ok)
-    out.print(t)
+        e, v = s["rel_error"], s["variants"]
+        t.add_row(esc(s["session_id"][:12]), esc(s["agent"]), str(s["requests"]), *(pct(e[f], f) for f in TARGETS),
+                  share(s["request_match"]), ok(s["within_targets"]), ok(v["model_only"]["within_targets"]))
+    _print_table(t)
     o = pub["overall"]
     if o["sessions_without_usage"]:
         out.print(f"{o['sessions_without_usage']} session(s) record no input usage (replayed on BPE counts, "
                   "not validated)")
     for agent, a in o["by_agent"].items():
         if a["sessions"]:
-            out.print(f"  {esc(agent)}: {a['within_targets']}/{a['sessions']} within targets; " + ", ".join(
-                f"{f} {v:+.2%}" for f, v in a["rel_error"].items() if v is not None))
-    out.print(f"{o['sessions_within_targets']}/{o['sessions']} sessions within targets "
-              f"(input {TARGETS['input_total']:.0%}, reads {TARGETS['cache_read']:.0%}, "
-              f"writes {TARGETS['cache_write']:.0%}, cost {TARGETS['cost']:.0%})")
-    for name, v in pub["variants"].items():
-        errs = v.get("rel_error", v)  # a variant is its errors, or an object holding them
-        within = v.get("sessions_within_targets")
-        out.print(f"  {name:11s} corpus-wide: " + ", ".join(
-            f"{f} {errs[f]:+.2%}" if errs.get(f) is not None else f"{f} n/a" for f in TARGETS)
-            + ("" if within is None else f"; {within}/{o['sessions']} sessions within targets"))
+            c, m = a["variants"]["calibrated"], a["variants"]["model_only"]
+            out.print(f"  {esc(agent)}: calibrated {c['sessions_within_targets']}/{a['sessions']} within targets, "
+                      f"reads matched {share(c['request_match'])}; model only {m['sessions_within_targets']}/"
+                      f"{a['sessions']}, {share(m['request_match'])}")
+    names = {"calibrated": "calibrated", "model_only": "model only", "raw_bpe": "raw BPE"}
+    vs = {k: pub["variants"][k] for k in names if k in pub["variants"]}
+    f = Table("corpus-wide", *(names[k] for k in vs), title="Fidelity by cache-model variant")
+    f.add_row(f"sessions within targets (input {TARGETS['input_total']:.0%}, reads {TARGETS['cache_read']:.0%}, "
+              f"writes {TARGETS['cache_write']:.0%}, cost {TARGETS['cost']:.0%})",
+              *(f"{v['sessions_within_targets']}/{v['sessions']}" for v in vs.values()))
+    for fig, label in (("input_total", "input"), ("cache_read", "reads"), ("cache_write", "writes"), ("cost", "cost")):
+        f.add_row(label, *("n/a" if v["rel_error"][fig] is None else f"{v['rel_error'][fig]:+.2%}"
+                           for v in vs.values()))
+    f.add_row(f"requests whose read matches (within max({READ_MATCH_TOKENS} tokens, {READ_MATCH_SHARE:.0%}))",
+              *(f"{share(v['request_match'])} of {v['requests']:,}" for v in vs.values()))
+    f.add_row("  simulated less / more", *(f"{v['sim_less']:,} / {v['sim_more']:,}" for v in vs.values()))
+    _print_table(f)
     out.print(f"  recorded cost ${o['recorded']['cost']:,.2f}, simulated ${o['simulated']['cost']:,.2f}; "
               f"{o['requests_with_residual']} of {o['requests']} requests carry a residual; plot: {esc(plot_path)}")
 

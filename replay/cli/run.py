@@ -10,7 +10,7 @@ from rich.table import Table
 
 from replay.cli.common import (
     DB_OPTION, SPEC_ARGUMENT, cache_options, count_progress, dataset_option, echo_json, esc, fail, fail_on,
-    json_option, make_options, max_risk_option, objective_option, open_db, out, pick_dataset, verify_db
+    json_option, make_options, max_risk_option, objective_option, open_db, out, pick_dataset, print_table
 )
 
 SPEC_DATASET_HELP = "Dataset [default: the spec's, or the only one]."
@@ -38,7 +38,8 @@ def _load_dataset(db: Path, dataset: str | None):
 @click.command()
 @json_option()
 def policies(as_json: bool) -> None:
-    """List the registered policies with their parameters, defaults and sources."""
+    """List the registered policies with their parameters, defaults and sources (details:
+    docs/policies.md)."""
     import dataclasses
 
     from replay.policies import REGISTRY
@@ -48,7 +49,7 @@ def policies(as_json: bool) -> None:
         params = [{"name": f.name, "type": str(f.type), "default": f.default if f.default is not dataclasses.MISSING
                    else None} for f in cls.param_fields()]
         composite = name == "pipeline"
-        rows.append({"name": name, "source": cls.source, "summary": cls.summary,
+        rows.append({"name": name, "source": _source(cls.source), "summary": cls.summary,
                      "insert_time": None if composite else cls.insert_time(),
                      "retroactive": None if composite else cls.retroactive(), "params": params})
     if as_json:
@@ -61,6 +62,16 @@ def policies(as_json: bool) -> None:
         out.print(f"  source: {r['source']}")
         for p in r["params"]:
             out.print(f"  {p['name']} = {p['default']!r}  [dim]({p['type']})[/]")
+    out.print("Each policy's algorithm, the facts it rests on and its parameters: docs/policies.md. "
+              "Run one with `ctxreplay replay --policy NAME --set key=value`.")
+
+
+def _source(text: str) -> str:
+    """A policy's source line, its design-note citation pointed at docs/policies.md (the
+    repository has no DESIGN.md)."""
+    import re
+
+    return re.sub(r"DESIGN\.md section \d+", "docs/policies.md", text)
 
 
 def _policy_params(policy_name: str, config_file: Path | None, sets: tuple[str, ...]) -> tuple[str, dict]:
@@ -155,35 +166,64 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
             out.print(f"  input {tot['input_total']:,.0f} tokens: read {tot['cache_read']:,.0f}, "
                       f"written {tot['cache_write_5m'] + tot['cache_write_1h']:,.0f}, uncached {tot['uncached']:,.0f}; "
                       f"output {tot['output']:,.0f}; cost ${tot['cost']:,.2f}; busts {tot['busts']:.0f}")
+    if policy.name != "noop":
+        missing = [v for v, d in done.items() if not _has_baseline(con, d["run_id"])]
+        if missing:
+            from replay.cli.results import _baseline_command
+
+            cfg, prices = con.execute("SELECT cache_config, prices FROM runs WHERE run_id = ?",
+                                      [done[missing[0]]["run_id"]]).fetchone()
+            row = {"cache_config": json.loads(cfg), "prices": json.loads(prices), "dataset": dataset,
+                   "variant": missing[0].replace("-", "_")}
+            cmd = _baseline_command(db, row, None if len(missing) == 2 else "")
+            out.print(f"[yellow]no no-op baseline with these settings yet ({', '.join(missing)}): `ctxreplay compare` "
+                      f"measures savings against one; store it with[/]\n  {esc(cmd)}")
+
+
+def _has_baseline(con, run_id: str) -> bool:
+    """Whether a finished no-op run shares the run's dataset, cache settings and prices."""
+    return con.execute(
+        "SELECT count(*) FROM runs b JOIN runs r ON b.dataset = r.dataset AND b.cache_config = r.cache_config "
+        "AND b.prices = r.prices WHERE r.run_id = ? AND b.policy = 'noop' AND b.status = 'finished'",
+        [run_id]).fetchone()[0] > 0
+
+
+def _pairs(policy: str, params: dict) -> str:
+    """The parameters that differ from the policy's defaults as `k=v, k=v` (`defaults` when none)."""
+    from replay.cli.results import _settings
+
+    return _settings({"policy": policy, "params": params})
 
 
 @click.command(name="runs")
 @DB_OPTION
-@dataset_option("Only this dataset.")
+@dataset_option()
 @json_option()
 def runs_cmd(db, dataset, as_json):
-    """List runs with their status (running, finished, failed, interrupted)."""
+    """List runs with their status (running, finished, failed, interrupted) and the parameters
+    that differ from the policy's defaults (--json: all of them)."""
     from replay.experiments import runs
 
     con = open_db(db)
+    dataset = pick_dataset(con, dataset, db)
     rows = runs.list_runs(con, dataset)
     if as_json:
         echo_json(rows)
         return
-    t = Table("run", "policy", "params", "dataset", "status", "sessions", "started", "git")
+    t = Table("run", "policy", "settings (vs defaults)", "dataset", "status", "sessions", "started", "git")
     for r in rows:
-        t.add_row(esc(r["run_id"]), esc(r["policy"]), esc(json.dumps(r["params"])[:40]), esc(r["dataset"]),
+        t.add_row(esc(r["run_id"]), esc(r["policy"]), esc(_pairs(r["policy"], r["params"])), esc(r["dataset"]),
                   esc(r["status"]), str(r["n_sessions"] or "-"), r["started_at"].strftime("%Y-%m-%d %H:%M:%S"),
                   esc((r["git_sha"] or "")[:10]))
-    out.print(t)
+    print_table(t)
 
 
 @click.command()
 @SPEC_ARGUMENT
 @DB_OPTION
 @dataset_option(SPEC_DATASET_HELP)
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Local worker processes.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local worker processes (no short form: -j is --json).")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
               help="local: joblib processes; dask: a Dask distributed cluster (pip install 'ctxreplay[dask]').")
 @click.option("--scheduler", default=None, help="Dask scheduler address for --executor dask (tcp://HOST:8786).")
@@ -200,7 +240,9 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, as_json):
 
     with fail_on(SpecError):
         spec = load_spec(spec_file)
-    verify_db(db)
+    con = open_db(db)
+    dataset = pick_dataset(con, dataset or spec.dataset, db)
+    con.close()
     progress = count_progress(f"sweep {spec.name}", "{task.completed}/{task.total} session-configs", disable=as_json)
     with fail_on(SpecError, store.StoreError), progress:
         task = progress.add_task("", total=None)

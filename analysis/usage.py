@@ -1,0 +1,271 @@
+"""Recorded usage and cost: what the logs say was used, grouped by day, week, month, session,
+project, model or agent (`ctxreplay usage`, and the cost column of `ctxreplay sessions`).
+
+Read-only over the trace's `requests` table; nothing is replayed. How it counts:
+
+* one row per API response, as ingest stores it: output tokens from the response's final
+  streamed line (earlier lines carry partial counts), usage once per message id;
+* a response copied into a later session by a resume (same keyed message id) is counted once,
+  in the session that recorded it first (the copy not flagged `resumed_copy`);
+* every response is priced with its own model's rates (`PriceTable.rates(model).cost`):
+  5-minute and 1-hour cache writes each at their own rate, long-context tiers per request;
+* a model without a price is not priced at $0: its responses are counted, the group's cost
+  is marked incomplete and the model is named (`unpriced_models`);
+* fast mode: a response whose trace row says ``speed = 'fast'`` (a ``requests.speed`` column)
+  is priced under ``MODEL (fast)`` at fast-mode rates; traces without the column price every
+  response at standard rates;
+* responses that record no input usage (Copilot CLI and Gemini CLI logs record output
+  only, or nothing) count as `requests_without_usage`: their input is not in the totals.
+
+Projects: a session's project is the `project` column of `sessions` (the keyed per-component
+pseudonym of the session's working directory) when the database has one. Databases whose trace
+stores no working directory have no project: `--by project` and `--project` say so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone, tzinfo
+from typing import Any
+
+GROUPS = ("day", "week", "month", "session", "project", "model", "agent")
+TIME_GROUPS = ("day", "week", "month")
+TOKEN_FIELDS = ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output")
+NO_TIME = "(no time)"
+NO_PROJECT = "(no project)"
+NO_MODEL = "(no model)"
+
+
+class UsageError(ValueError):
+    """A filter or grouping this database cannot answer; the message says why."""
+
+
+@dataclass
+class Filters:
+    """Which recorded responses count. Dates are inclusive days in ``tz``; empty tuples mean all."""
+
+    since: date | None = None
+    until: date | None = None
+    projects: tuple[str, ...] = ()  # project pseudonyms (a session matches one or a folder under one)
+    models: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    tz: tzinfo = timezone.utc
+    project_names: dict[str, str] = field(default_factory=dict)  # pseudonym -> raw path given on this machine
+
+    def active(self) -> bool:
+        return bool(self.since or self.until or self.projects or self.models or self.agents)
+
+    def describe(self) -> dict[str, Any]:
+        return {"since": self.since.isoformat() if self.since else None,
+                "until": self.until.isoformat() if self.until else None,
+                "projects": [self.project_names.get(p, p) for p in self.projects], "models": list(self.models),
+                "agents": list(self.agents), "timezone": tz_name(self.tz)}
+
+
+def tz_name(tz: tzinfo) -> str:
+    return getattr(tz, "key", None) or ("UTC" if tz == timezone.utc else str(tz))
+
+
+def parse_day(text: str) -> date:
+    """YYYY-MM-DD or YYYYMMDD (ccusage's form)."""
+    t = text.strip()
+    for fmt in ("%Y-%m-%d", "%Y%m%d"):
+        try:
+            return datetime.strptime(t, fmt).date()
+        except ValueError:
+            pass
+    raise UsageError(f"{text!r} is not a date; expected YYYY-MM-DD (or YYYYMMDD)")
+
+
+def has_project_column(con) -> bool:
+    return _has_column(con, "sessions", "project")
+
+
+NO_PROJECT_MESSAGE = ("this database records no project for its sessions: its trace keeps no working directory, "
+                      "so usage cannot be grouped or filtered by project (group by session, model, agent or date "
+                      "instead)")
+
+
+def _has_column(con, table: str, column: str) -> bool:
+    return con.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = ? AND column_name = ?",
+                       [table, column]).fetchone()[0] > 0
+
+
+def _fetch(con, dataset: str, with_project: bool):
+    """Every counted response of ``dataset`` with its session's agent (and project): a list of tuples."""
+    project = "s.project" if with_project else "NULL"
+    speed = "r.speed" if _has_column(con, "requests", "speed") else "NULL::VARCHAR"
+    # one row per message id: the original, not a resume's copy; then the fullest
+    sql = f"""
+        SELECT r.session_key, s.agent, {project} AS project, r.ts, coalesce(r.model, '') AS model,
+               coalesce(r.input_tokens, 0), coalesce(r.cache_write_5m, 0), coalesce(r.cache_write_1h, 0),
+               coalesce(r.cache_read, 0), coalesce(r.output_tokens, 0), coalesce(r.has_usage, false),
+               s.started_at, {speed} AS speed
+        FROM requests r JOIN sessions s USING (session_key)
+        WHERE s.dataset = $ds
+        QUALIFY row_number() OVER (
+            PARTITION BY coalesce(nullif(r.msg_key, ''), r.session_key || '/' || r.stream_id || '/' || r.req_idx)
+            ORDER BY coalesce(r.resumed_copy, false), coalesce(r.has_usage, false) DESC,
+                     coalesce(r.output_tokens, 0) DESC, s.started_at NULLS LAST, r.session_key, r.stream_id,
+                     r.req_idx) = 1
+    """
+    return con.execute(sql, {"ds": dataset}).fetchall()
+
+
+def _price_key(model: str, speed: str | None) -> str:
+    """The name a response is priced under: ``MODEL (fast)`` for fast mode (``PriceTable`` has its rates)."""
+    if speed is None:
+        return model
+    from replay.model.costs import price_key
+
+    return price_key(model, speed)
+
+
+def _in_project(project: str | None, wanted: tuple[str, ...]) -> bool:
+    if not project:
+        return False
+    return any(project == p or project.startswith(p.rstrip("/") + "/") for p in wanted)
+
+
+def _local(ts_ms: int, tz: tzinfo) -> datetime:
+    return datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).astimezone(tz)
+
+
+def _time_key(d: datetime | None, by: str) -> str:
+    if d is None:
+        return NO_TIME
+    if by == "day":
+        return d.date().isoformat()
+    if by == "month":
+        return f"{d.year:04d}-{d.month:02d}"
+    y, w, _ = d.isocalendar()
+    return f"{y:04d}-W{w:02d}"
+
+
+def _week_start(key: str) -> str | None:
+    if key == NO_TIME:
+        return None
+    return date.fromisocalendar(int(key[:4]), int(key[6:]), 1).isoformat()
+
+
+def _empty() -> dict[str, Any]:
+    return {"requests": 0, **dict.fromkeys(TOKEN_FIELDS, 0), "cost": 0.0, "requests_without_usage": 0,
+            "unpriced": defaultdict(int), "sessions": set(), "models": set()}
+
+
+def _finish(g: dict[str, Any]) -> dict[str, Any]:
+    out = {"sessions": len(g["sessions"]), "requests": g["requests"], **{f: int(g[f]) for f in TOKEN_FIELDS}}
+    out["total_tokens"] = sum(out[f] for f in TOKEN_FIELDS)
+    cost = float(g["cost"])
+    out["cost"] = round(cost, 9) if math.isfinite(cost) else None
+    out["cost_complete"] = not g["unpriced"]
+    out["unpriced_models"] = sorted(g["unpriced"])
+    out["requests_without_usage"] = g["requests_without_usage"]
+    out["models"] = sorted(m or NO_MODEL for m in g["models"])
+    return out
+
+
+def usage(con, dataset: str, by: str = "day", filters: Filters | None = None, prices=None) -> dict[str, Any]:
+    """Recorded usage and cost of ``dataset`` grouped ``by`` one of GROUPS, over the responses
+    ``filters`` select: {"dataset", "by", "filters", "rows", "totals", "unpriced_models", "notes"}."""
+    from replay.model.costs import PriceError, PriceTable
+
+    if by not in GROUPS:
+        raise UsageError(f"--by {by!r}: expected one of {', '.join(GROUPS)}")
+    f = filters or Filters()
+    prices = prices or PriceTable()
+    with_project = has_project_column(con)
+    if not with_project and (by == "project" or f.projects):
+        raise UsageError(NO_PROJECT_MESSAGE)
+    groups: dict[str, dict[str, Any]] = {}
+    total = _empty()
+    meta: dict[str, dict[str, Any]] = {}
+    rates: dict[str, Any] = {}
+    unpriced: dict[str, int] = defaultdict(int)
+    excluded_no_time = 0
+    models, agents = set(f.models), set(f.agents)
+    for (skey, agent, project, ts, model, u, w5, w1h, rd, o, has_usage, started, speed) in _fetch(
+            con, dataset, with_project):
+        if agents and agent not in agents:
+            continue
+        if models and model not in models:
+            continue
+        if f.projects and not _in_project(project, f.projects):
+            continue
+        when = _local(ts, f.tz) if ts is not None and ts >= 0 else None
+        if f.since or f.until:
+            if when is None:
+                excluded_no_time += 1
+                continue
+            if (f.since and when.date() < f.since) or (f.until and when.date() > f.until):
+                continue
+        if by in TIME_GROUPS:
+            key = _time_key(when, by)
+        elif by == "session":
+            key = skey
+            meta.setdefault(key, {"agent": agent, "project": project, "started_at": started})
+        elif by == "project":
+            key = project or NO_PROJECT
+        elif by == "model":
+            key = (_price_key(model, speed) if model else model) or NO_MODEL
+        else:
+            key = agent
+        cost, missing = 0.0, False
+        if u or w5 or w1h or rd or o:
+            pk = _price_key(model, speed) if model else model
+            r = rates.get(pk, False)
+            if r is False:
+                try:
+                    r = prices.rates(pk) if pk else None
+                except PriceError:
+                    r = None
+                rates[pk] = r
+            if r is None:
+                missing = True
+                unpriced[pk or NO_MODEL] += 1
+            else:
+                cost = r.cost(u, w5, w1h, rd, o)
+        for g in (groups.setdefault(key, _empty()), total):
+            g["requests"] += 1
+            for name, v in zip(TOKEN_FIELDS, (u, w5, w1h, rd, o)):
+                g[name] += v
+            g["cost"] += cost
+            g["sessions"].add(skey)
+            g["models"].add(model)
+            if not has_usage:
+                g["requests_without_usage"] += 1
+            if missing:
+                g["unpriced"][pk or NO_MODEL] += 1
+    rows = []
+    for key, g in groups.items():
+        row = {"key": key, **_finish(g)}
+        if by == "week":
+            row["week_start"] = _week_start(key)
+        if by == "session":
+            m = meta[key]
+            row.update(agent=m["agent"], project=m["project"], started_at=m["started_at"])
+        if by in ("project", "session") and (row.get("project") or key) in f.project_names:
+            row["project_path"] = f.project_names[row.get("project") or key]
+        rows.append(row)
+    if by in TIME_GROUPS:
+        rows.sort(key=lambda r: (r["key"] == NO_TIME, r["key"]))
+    else:
+        rows.sort(key=lambda r: (-r["cost"], r["key"]))
+    notes = []
+    if unpriced:
+        notes.append("no price for " + ", ".join(f"{m} ({n} responses)" for m, n in sorted(unpriced.items()))
+                     + ": their cost is not included (add them with --prices FILE)")
+    if total["requests_without_usage"]:
+        notes.append(f"{total['requests_without_usage']} responses record no input usage (their agent's log "
+                     "records output only, or nothing): their input is not counted")
+    if excluded_no_time:
+        notes.append(f"{excluded_no_time} responses without a timestamp are outside any --since/--until range")
+    return {"dataset": dataset, "by": by, "filters": f.describe(), "prices": prices.describe(), "rows": rows,
+            "totals": _finish(total), "unpriced_models": dict(sorted(unpriced.items())), "notes": notes}
+
+
+def session_costs(con, dataset: str, filters: Filters | None = None, prices=None) -> dict[str, dict[str, Any]]:
+    """Recorded usage and cost per session key (the `usage --by session` rows)."""
+    return {r["key"]: r for r in usage(con, dataset, "session", filters, prices)["rows"]}

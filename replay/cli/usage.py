@@ -1,0 +1,257 @@
+"""`ctxreplay usage`: recorded usage and cost by day, week, month, session, project, model or
+agent; and the filter options it shares with `sessions`."""
+
+from __future__ import annotations
+
+import csv
+import re
+import sys
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from replay.cli.common import (
+    DB_OPTION, dataset_option, echo_json, esc, fail, fail_on, fmt_ts, json_option, key_file_option, open_db, out,
+    pick_dataset, print_table
+)
+
+GROUPS = ("day", "week", "month", "session", "project", "model", "agent")
+PSEUDONYM = re.compile(r"^/?[0-9a-f]{10}(\.[a-z0-9]{1,6})?(/[0-9a-f]{10}(\.[a-z0-9]{1,6})?)*/?$")
+
+
+def filter_options(f):
+    """--since/--until/--project/--model/--agent/--timezone/--key-file/--prices/--price-date."""
+    opts = [
+        click.option("--since", metavar="DATE", default=None,
+                     help="Only responses on or after this day (YYYY-MM-DD or YYYYMMDD, in --timezone)."),
+        click.option("--until", metavar="DATE", default=None, help="Only responses on or before this day (inclusive)."),
+        click.option("--project", "projects", metavar="PATH", multiple=True,
+                     help="Only sessions of this project (repeatable): a path on this machine (pseudonymized with "
+                     "the key, never stored) or a project pseudonym as `--by project` shows it; folders below it "
+                     "count too. Needs a database that records projects."),
+        click.option("--model", "models", metavar="NAME", multiple=True,
+                     help="Only responses of this model (repeatable; exact name as `--by model` shows it)."),
+        click.option("--agent", "agents", metavar="NAME", multiple=True,
+                     help="Only sessions of this agent (repeatable): claude-code, codex, copilot-cli, gemini-cli."),
+        click.option("--timezone", "tz_name", metavar="ZONE", default="UTC", show_default=True,
+                     help="Time zone of days, weeks, months and --since/--until: an IANA name "
+                     "(Europe/Paris) or `local`."),
+        key_file_option("Key used to pseudonymize --project paths [default: $CTXREPLAY_KEY_FILE or "
+                        "~/.config/ctxreplay/key]; never created here."),
+        click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     default=None, help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/"
+                     "cache_write_1h/cache_read/output in $/Mtok), e.g. for a model without a library price."),
+        click.option("--price-date", default=None, help="Date the library prices are resolved at "
+                     "[default: 2026-11-01]."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _timezone(name: str):
+    from datetime import timezone
+
+    if name.upper() == "UTC":
+        return timezone.utc
+    if name.lower() == "local":
+        from datetime import datetime
+
+        return datetime.now().astimezone().tzinfo
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        fail(f"--timezone {name!r}: unknown time zone; give an IANA name such as Europe/Paris, UTC or `local`")
+
+
+def _project_pseudonyms(con, dataset: str, paths: tuple[str, ...], key_file: Path | None) -> dict[str, str]:
+    """pseudonym -> what the user typed, for each --project (raw paths pseudonymized with the key)."""
+    import os
+
+    found: dict[str, str] = {}
+    raw = [p for p in paths if not PSEUDONYM.match(p)]
+    for p in paths:
+        if PSEUDONYM.match(p):
+            found["/" + p.strip("/")] = p
+    if raw:
+        from replay.ingest.keys import KeyFileError, Keyring, default_key_path, load_or_create_master_key
+
+        path = Path(key_file).expanduser() if key_file else default_key_path()
+        with fail_on(KeyFileError, OSError):
+            master = load_or_create_master_key(path, create=False, named_by="--key-file" if key_file else
+                                               "$CTXREPLAY_KEY_FILE or the default key path")
+        keys = Keyring.for_dataset(master, dataset)
+        known = con.execute("SELECT key_fingerprint FROM datasets WHERE name = ?", [dataset]).fetchone()
+        if known and known[0] != keys.fingerprint:
+            fail(f"the key in {path} is not the key dataset {dataset!r} was ingested with, so --project "
+                 f"{raw[0]!r} cannot be matched; pass that key with --key-file, or give the project's pseudonym "
+                 "(`ctxreplay usage --by project`)")
+        for p in raw:
+            full = os.path.abspath(os.path.expanduser(p))
+            found[keys.path(full)] = p
+    return found
+
+
+def make_filters(con, dataset: str, since, until, projects, models, agents, tz_name, key_file):
+    """The `Filters` of the filter options (one `error:` line on a bad value)."""
+    from analysis.usage import NO_PROJECT_MESSAGE, Filters, UsageError, has_project_column, parse_day
+
+    with fail_on(UsageError):
+        s = parse_day(since) if since else None
+        u = parse_day(until) if until else None
+    if s and u and s > u:
+        fail(f"--since {since} is after --until {until}")
+    if projects and not has_project_column(con):
+        fail(NO_PROJECT_MESSAGE)
+    names = _project_pseudonyms(con, dataset, projects, key_file) if projects else {}
+    return Filters(since=s, until=u, projects=tuple(names), models=tuple(models), agents=tuple(agents),
+                   tz=_timezone(tz_name), project_names=names)
+
+
+def price_table(prices_file: Path | None, price_date: str | None):
+    from replay.model.costs import DEFAULT_PRICE_DATE, PriceError, PriceTable
+
+    date = price_date or DEFAULT_PRICE_DATE
+    with fail_on(PriceError, ValueError):
+        return PriceTable.from_toml(prices_file, date) if prices_file else PriceTable(date)
+
+
+def recorded_usage(con, dataset: str, by: str, filters, prices) -> dict:
+    from analysis.usage import UsageError, usage
+
+    with fail_on(UsageError):
+        return usage(con, dataset, by, filters, prices)
+
+
+def money(row: dict) -> str:
+    """'$1,234.56', with '+' when part of the usage is unpriced ('?' when none is priced)."""
+    if row["cost_complete"]:
+        return f"{row['cost']:,.2f}"
+    if not row["cost"]:
+        return "?"
+    return f"{row['cost']:,.2f}+"
+
+
+def project_label(p: str | None, names: dict[str, str]) -> str:
+    if not p:
+        return "-"
+    return f"{names[p]} ({p})" if p in names else p
+
+
+@click.command()
+@DB_OPTION
+@dataset_option()
+@click.option("--by", type=click.Choice(GROUPS), default="day", show_default=True, help="Group rows by this.")
+@filter_options
+@json_option("Print strict JSON: {dataset, by, filters, prices, rows, totals, unpriced_models, notes}.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV (a header, one line per row, then the totals).")
+def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_file, prices_file, price_date,
+          as_json, as_csv):
+    """Recorded usage and cost: what the logs say was used, by day, week, month, session,
+    project, model or agent, with a totals row.
+
+    Counts each API response once (output from its final streamed line; a response a resumed
+    session copied is counted in the session that recorded it first) and prices it with its
+    own model's rates: cache writes with a 1-hour TTL at the 1-hour rate, 5-minute writes at
+    the 5-minute rate, long-context tiers per response. A model without a price is named and
+    its cost left out (the cost shows `+`, or `?` when nothing could be priced), never counted
+    as $0; add its rates with --prices. Responses whose log records no input usage (Copilot
+    CLI, Gemini CLI) are counted with their output only, and said so. Fast mode is priced at
+    fast-mode rates (and shown as `MODEL (fast)` by model) where the trace records each
+    response's speed; a trace without it prices every response at standard rates.
+
+    Days, weeks (ISO, from Monday) and months are in --timezone (UTC by default). A project
+    is the keyed pseudonym of the session's working directory (no path text is stored);
+    --project also takes a path on this machine and pseudonymizes it with your key. A
+    database whose trace records no working directory has no projects.
+    """
+    if as_json and as_csv:
+        fail("--json and --csv: choose one")
+    prices = price_table(prices_file, price_date)
+    con = open_db(db)
+    dataset = pick_dataset(con, dataset, db)
+    filters = make_filters(con, dataset, since, until, projects, models, agents, tz_name, key_file)
+    res = recorded_usage(con, dataset, by, filters, prices)
+    if as_json:
+        echo_json(res, default=None)
+    elif as_csv:
+        _print_csv(res)
+    else:
+        _print_usage(res, filters)
+
+
+COLUMNS = (("requests", "responses"), ("input", "input"), ("cache_write_5m", "cache write 5m"),
+           ("cache_write_1h", "cache write 1h"), ("cache_read", "cache read"), ("output", "output"),
+           ("total_tokens", "total tokens"))
+
+
+def _key_columns(by: str) -> list[str]:
+    return {"session": ["session", "agent", "started (UTC)", "project"], "week": ["week", "from"]}.get(by, [by])
+
+
+def _key_cells(r: dict, by: str, names: dict[str, str]) -> list[str]:
+    if by == "session":
+        return [r["key"], r["agent"], fmt_ts(r["started_at"]), project_label(r.get("project"), names)]
+    if by == "week":
+        return [r["key"], r.get("week_start") or "-"]
+    if by == "project":
+        return [project_label(r["key"], names) if r["key"] in names else r["key"]]
+    return [r["key"]]
+
+
+def _print_usage(res: dict, filters) -> None:
+    by = res["by"]
+    keys = _key_columns(by)
+    title = f"Recorded usage of {res['dataset']} by {by}"
+    active = {k: v for k, v in res["filters"].items() if v and k != "timezone"}
+    if active:
+        title += " (" + "; ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in active.items()) + ")"
+    t = Table(*keys, *(label for _, label in COLUMNS), "cost $", title=esc(title), show_footer=True)
+    tot = res["totals"]
+    for i, c in enumerate(t.columns):
+        c.footer = ""
+        if i >= len(keys):
+            c.justify = "right"
+    t.columns[0].footer = "total"
+    for (f, _), c in zip(COLUMNS, t.columns[len(keys):]):
+        c.footer = f"{tot[f]:,}"
+    t.columns[-1].footer = money(tot)
+    for r in res["rows"]:
+        t.add_row(*(esc(x) for x in _key_cells(r, by, filters.project_names)), *(f"{r[f]:,}" for f, _ in COLUMNS),
+                  money(r))
+    if not res["rows"]:
+        out.print(f"no recorded responses in {esc(res['dataset'])} match these filters")
+        return
+    print_table(t)
+    if by in ("day", "week", "month") and res["filters"]["timezone"] != "UTC":
+        out.print(f"times in {esc(res['filters']['timezone'])}")
+    for n in res["notes"]:
+        out.print(f"[yellow]{esc(n)}[/]")
+
+
+def _print_csv(res: dict) -> None:
+    by = res["by"]
+    extra = {"session": ["agent", "started_at", "project"], "week": ["week_start"]}.get(by, [])
+    fields = [f for f, _ in COLUMNS]
+    w = csv.writer(sys.stdout, lineterminator="\n")
+    w.writerow([by, *extra, *fields, "cost", "cost_complete", "unpriced_models", "requests_without_usage"])
+
+    def line(key, r, ex):
+        w.writerow([key, *ex, *(r[f] for f in fields), f"{r['cost']:.6f}", str(r["cost_complete"]).lower(),
+                    ";".join(r["unpriced_models"]), r["requests_without_usage"]])
+
+    def cell(r, e):
+        v = r.get(e)
+        if e == "started_at" and v is not None:
+            return fmt_ts(v)
+        return "" if v is None else v
+
+    for r in res["rows"]:
+        line(r["key"], r, [cell(r, e) for e in extra])
+    line("total", res["totals"], [""] * len(extra))
+
+
+COMMANDS = [usage]
