@@ -108,8 +108,8 @@ def test_json_array_dump_equals_jsonl(tmp_path):
 
 def test_bad_input_is_counted_and_never_aborts(tmp_path):
     logs = tmp_path / "logs"
-    good = basic_session().write_jsonl(logs / "good.jsonl")
-    lines = good.read_text().splitlines()
+    basic_session().write_jsonl(logs / "good.jsonl")
+    lines = basic_session(session_id="broken").write_jsonl(tmp_path / "src.jsonl").read_text().splitlines()
     (logs / "broken.jsonl").write_text(
         lines[0] + "\n{not json\n" + '{"type": "weird_new_type", "sessionId": "s"}\n' + "[1, 2]\n"
         + "\n".join(lines[1:]) + "\n" + lines[-1][: len(lines[-1]) // 2]

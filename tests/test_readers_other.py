@@ -647,3 +647,148 @@ def test_corpus_copilot():
         s = _strings(tr)
         for needle in _needles(texts, rng) + ["EntityProcess", "/home/entity"]:
             assert needle not in s, needle
+
+
+# =========================================================================================
+# Gemini CLI chat files (one pretty-printed JSON object, whatever the name ends with)
+# =========================================================================================
+
+from replay.ingest.readers import gemini_chat  # noqa: E402
+
+
+def gemini_chat_doc() -> dict:
+    def tokens(inp, out, cached, thoughts, tool=0):
+        return {"input": inp, "output": out, "cached": cached, "thoughts": thoughts, "tool": tool,
+                "total": inp + out + thoughts + tool}
+
+    def call(cid, name, args, response, status="success"):
+        return {"id": cid, "name": name, "args": args, "status": status, "timestamp": _ts(5),
+                "result": [{"functionResponse": {"id": cid, "name": name, "response": response}}],
+                "resultDisplay": "UI copy of the result", "displayName": name.title(), "description": "about " + name,
+                "renderOutputAsMarkdown": True}
+
+    return {
+        "sessionId": "chat-sess-1", "projectHash": "ab" * 32, "startTime": _ts(0), "lastUpdated": _ts(9),
+        "messages": [
+            {"id": "u1", "timestamp": _ts(0), "type": "user", "content": PROMPT},
+            {"id": "g1", "timestamp": _ts(1), "type": "gemini", "content": "Looking at the frobnicator.",
+             "thoughts": [{"subject": "Planning", "description": "think about frobs", "timestamp": _ts(1)}],
+             "tokens": tokens(1000, 12, 0, 30), "model": "gemini-test-flash"},
+            {"id": "u2", "timestamp": _ts(2), "type": "user", "content": [{"text": "now edit it"}]},
+            {"id": "g2", "timestamp": _ts(3), "type": "gemini", "content": "",
+             "toolCalls": [call("read_file-1", "read_file", {"file_path": "src/app.py"}, {"output": SED_OUT})],
+             "thoughts": [{"subject": "A", "description": "first", "timestamp": _ts(3)},
+                          {"subject": "B", "description": "second", "timestamp": _ts(3)}],
+             "tokens": tokens(1100, 10, 900, 41, tool=5), "model": "gemini-test-flash"},
+            {"id": "g3", "timestamp": _ts(4), "type": "gemini", "content": "",
+             "toolCalls": [call("write_file-2", "write_file", {"file_path": "src/app.py", "content": "new frob"},
+                                {"error": "permission denied"}, status="error")],
+             "tokens": tokens(1200, 8, 1000, 0), "model": "gemini-test-flash"},
+            {"id": "i1", "timestamp": _ts(5), "type": "info", "content": "Request cancelled."},
+            {"id": "g4", "timestamp": _ts(6), "type": "gemini", "content": "Done with the frobnicator.",
+             "tokens": tokens(1300, 6, 1100, 0), "model": "gemini-test-flash"},
+            {"id": "w1", "timestamp": _ts(7), "type": "warning", "content": "a UI warning"},
+        ],
+    }
+
+
+CHAT_KINDS = ["user_text", "thinking", "assistant_text", "user_text", "thinking", "thinking", "tool_use", "tool_result",
+              "tool_use", "tool_result", "assistant_text"]
+
+
+def test_gemini_chat_file_is_read_whatever_its_name(tmp_path):
+    path = tmp_path / "checkpoint.jsonl"  # named .jsonl, as the Entire CLI saves them
+    path.write_text(json.dumps(gemini_chat_doc(), indent=2))
+    tr, report = _read(gemini_chat, path)
+    _check_columns(tr, "gemini-cli")
+    assert dict(report.skipped) == {} and dict(report.non_context) == {"message:info": 1, "message:warning": 1}
+    b, r = tr.blocks, tr.requests
+    assert b["kind"] == CHAT_KINDS
+    assert r["position"] == [1, 4, 8, 10] and all(r["has_usage"]) and r["model"] == ["gemini-test-flash"] * 4
+    # input includes its cached part; thinking is billed as output; tool-use prompt tokens are input
+    assert r["input_tokens"] == [1000, 1100 - 900 + 5, 200, 200] and r["cache_read"] == [0, 900, 1000, 1100]
+    assert r["output_tokens"] == [42, 51, 8, 6] and r["cache_write_5m"] == [0] * 4
+    assert [t for t, k in zip(b["tokens"], b["kind"]) if k == "thinking"] == [30, 21, 20]
+    app = KEYS.path("src/app.py")
+    assert (b["tool_kind"][6], b["resource"][6]) == ("read", app) and (b["tool_kind"][8], b["resource"][8]) == ("mutate", app)
+    assert b["tool_use_key"][7] == b["tool_use_key"][6] and b["is_error"][9] and not b["is_error"][7]
+    assert b["content_hash"][7] == KEYS.text_hash(SED_OUT)
+    assert tr.identity == KEYS.short("session_id", "chat-sess-1", 16) == tr.session["session_id"]
+    s = _strings(tr)
+    for needle in (PROMPT, "frob", "UI copy", "think about", "permission denied", "now edit it"):
+        assert needle not in s
+
+
+def test_gemini_chat_compact_and_truncated(tmp_path):
+    doc = gemini_chat_doc()
+    pretty = tmp_path / "a.json"
+    pretty.write_text(json.dumps(doc, indent=2))
+    compact = tmp_path / "b.jsonl"
+    compact.write_text(json.dumps(doc))
+    ta, _ = _read(gemini_chat, pretty)
+    tb, _ = _read(gemini_chat, compact)
+    assert ta.blocks == tb.blocks and ta.requests == tb.requests
+    # a checkpoint cut while it was written: the messages before the cut are kept
+    text = pretty.read_text()
+    cut = tmp_path / "c.jsonl"
+    cut.write_text(text[: text.index('"id": "g3"') + 20])
+    tc, report = _read(gemini_chat, cut)
+    assert tc.blocks["kind"] == CHAT_KINDS[:8] and tc.n_requests == 2
+    assert dict(report.skipped) == {"truncated_last_line": 1}
+
+
+def test_gemini_chat_is_told_from_other_formats(tmp_path):
+    from replay.ingest.readers.base import Records
+    from replay.store.load import reader_for
+
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(json.dumps(gemini_chat_doc(), indent=2))
+    assert reader_for(Records(chat, ReadReport())) is gemini_chat
+    other = _write(tmp_path, "rollout.jsonl", codex_fixture().records)
+    assert reader_for(Records(other, ReadReport())) is codex
+    with pytest.raises(FileError, match="not a Gemini CLI chat file"):
+        _read(gemini_chat, other)
+    # a UI-only chat (one warning) is no session, and no error
+    only = tmp_path / "warning.jsonl"
+    doc = gemini_chat_doc()
+    doc["messages"] = doc["messages"][-1:]
+    only.write_text(json.dumps(doc, indent=2))
+    tr, report = _read(gemini_chat, only)
+    assert tr is None and dict(report.skipped) == {}
+
+
+def test_corpus_gemini_chat_files():
+    """The two Gemini CLI chat files of entire-cli/ (named .jsonl): read as documents, no line skipped."""
+    from replay.ingest.readers.base import Records
+
+    logs = shared_logs("entire-cli")
+    chats = []
+    for path in sorted(logs.glob("*.jsonl")):
+        with open(path, "rb") as fh:
+            if fh.readline().strip() == b"{":
+                chats.append(path)
+    assert len(chats) == 2
+    sessions = 0
+    for path in chats:
+        recs = Records(path, ReadReport())
+        assert recs.kind == "document" and gemini_chat.sniff_document(recs)
+        tr, report = _read(gemini_chat, path)
+        assert dict(report.skipped) == {}, report.messages
+        raw = json.loads(path.read_text())["messages"]
+        n_gemini = sum(1 for m in raw if m["type"] == "gemini")
+        if tr is None:
+            assert n_gemini == 0 and not any(m["type"] == "user" for m in raw)
+            continue
+        sessions += 1
+        _check_columns(tr, "gemini-cli")
+        assert tr.n_requests == n_gemini and all(tr.requests["has_usage"])
+        assert sum(tr.requests["cache_read"]) == sum(m["tokens"]["cached"] for m in raw if m["type"] == "gemini")
+        assert sum(tr.requests["output_tokens"]) == sum(
+            m["tokens"]["output"] + m["tokens"].get("thoughts", 0) for m in raw if m["type"] == "gemini")
+        kinds = Counter(tr.blocks["kind"])
+        assert kinds["tool_use"] == kinds["tool_result"] == sum(len(m.get("toolCalls") or []) for m in raw)
+        s = _strings(tr)
+        for m in raw:
+            if isinstance(m.get("content"), str) and len(m["content"]) > 12:
+                assert m["content"] not in s
+    assert sessions == 1

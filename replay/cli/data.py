@@ -67,10 +67,26 @@ def print_ingest_summary(summary, db: Path, dataset: str) -> None:
         f"added {s.sessions} sessions, {s.streams} streams, {s.requests} requests, {s.blocks} blocks "
         f"to dataset [cyan]{esc(dataset)}[/] in {esc(db)}"
     )
-    if s.report.skipped:
-        out.print("lines skipped: " + ", ".join(f"{esc(k)}={v}" for k, v in sorted(s.report.skipped.items())))
-        for m in s.report.messages:
+    rep = s.report
+    if rep.skipped:
+        out.print("lines skipped: " + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.skipped.items())))
+    if rep.repaired:
+        out.print("lines repaired (invalid UTF-8 replaced by U+FFFD): "
+                  + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.repaired.items())))
+    if rep.pseudonymized:
+        out.print("values pseudonymized (outside their grammar): "
+                  + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.pseudonymized.items())))
+    if rep.skipped or rep.repaired or rep.pseudonymized:
+        for m in rep.messages:
             out.print(f"  [yellow]{esc(m)}[/]")
+        more = sum(rep.skipped.values()) + sum(rep.repaired.values()) + sum(rep.pseudonymized.values()) \
+            - len(rep.messages)
+        if more > 0:
+            out.print(f"  … and {more:,} more (counted above by reason; all in --json)")
+    if s.duplicate_sessions:
+        out.print(f"{len(s.duplicate_sessions)} copies of a session stored once (the longest copy is kept):")
+        for f, kept in s.duplicate_sessions:
+            out.print(f"  [yellow]{esc(f)}[/] copy of {esc(kept)}")
     if s.report.non_context:
         total = sum(s.report.non_context.values())
         out.print(f"non-context lines (progress, snapshots, UI): {total}")

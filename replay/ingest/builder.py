@@ -4,8 +4,14 @@ A reader parses its own log format and calls :class:`TraceBuilder` to append blo
 (:meth:`~TraceBuilder.add_block`, :meth:`~TraceBuilder.tool_use`,
 :meth:`~TraceBuilder.tool_result`, :meth:`~TraceBuilder.image`), requests
 (:meth:`~TraceBuilder.open_request`, :meth:`~TraceBuilder.set_usage`) and compaction
-boundaries. Block texts are token-counted in one batch in :meth:`~TraceBuilder.finish`,
-which also keys the session and fills the streams and sessions rows.
+boundaries. Block texts are token-counted in batches of about ``COUNT_BATCH_CHARS``
+characters as they come (memory stays bounded by the batch, not the session), and
+:meth:`~TraceBuilder.finish` keys the session and fills the streams and sessions rows.
+
+Strings the trace keeps as written (model, tool name, agent version, compaction trigger)
+pass `replay.ingest.checks` here, whatever the reader: a value outside its grammar is
+replaced by a keyed pseudonym and counted in the report. Usage counts must be valid
+(`checks.usage_count`); :meth:`~TraceBuilder.set_usage` refuses anything else.
 """
 
 from __future__ import annotations
@@ -13,9 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from replay.ingest import checks
 from replay.ingest.blocktext import canonical_json, tool_use_text
 from replay.ingest.keys import Keyring
-from replay.ingest.readers.base import ReadReport
+from replay.ingest.readers.report import ReadReport
 from replay.ingest.tokens import count_many, image_tokens
 from replay.ingest.trace import SessionTrace
 
@@ -23,6 +30,9 @@ USAGE_COLUMNS = ("input_tokens", "cache_write_5m", "cache_write_1h", "cache_read
 # What a tool_use remembers for its tool_result: name, kind, resource, line_start, line_end, args_hash.
 ToolCall = tuple[str, str | None, str | None, int | None, int | None, str]
 _NO_TOOL = (None, None, None, None, None, None)
+COUNT_BATCH_CHARS = 4_000_000  # block text held for one token-counting batch
+MAX_BLOCK_TOKENS = 2**31 - 1
+_PSEUDONYM_PREFIX = {"model": "model", "tool_name": "tool", "agent_version": "version", "trigger": "trigger"}
 
 
 class Stream:
@@ -79,14 +89,32 @@ class TraceBuilder:
         self.report = report
         self.trace = SessionTrace(session={"dataset": dataset, "file_key": file_key, "agent": agent})
         self.streams: list[Stream] = []
-        self.texts: list[str] = []  # text to count per block, "" when the count is given
+        self.texts: list[str] = []  # text to count per block, "" once counted or when the count is given
+        self.counts: list[int] = []  # BPE count per block (0 until its batch is counted)
+        self.counted = 0  # blocks before this row have been counted
+        self.pending_chars = 0
         self.extra_tokens: list[int] = []  # image tokens per block
         self.token_override: list[int | None] = []
+        self.clean: dict[tuple[str, str], str] = {}  # (field, value) -> the value kept in the trace
         self.tools: dict[str, ToolCall] = {}  # tool_use id -> what its result inherits
         self.models: set[str] = set()
         self.versions: set[str] = set()
         self.t_min: int | None = None
         self.t_max: int | None = None
+
+    # --- values kept as written ----------------------------------------------------------------
+    def kept(self, field: str, value: str) -> str:
+        """``value`` when it matches ``field``'s grammar, else its keyed pseudonym (counted once per file)."""
+        key = (field, value if len(value) <= 256 else "\0" + self.keys.short(field, value, 16))
+        out = self.clean.get(key)
+        if out is None:
+            if checks.acceptable(field, value):
+                out = value
+            else:
+                out = f"{_PSEUDONYM_PREFIX[field]}-{self.keys.short(field, value, 8)}"
+                self.report.pseudonymize(field, self.path, out)
+            self.clean[key] = out
+        return out
 
     def new_stream(self, kind: str = "main", agent_id: str | None = None, idle_req_idx: int | None = None) -> Stream:
         st = Stream(len(self.streams), kind, agent_id, idle_req_idx)
@@ -106,8 +134,12 @@ class TraceBuilder:
         ``content`` (default: ``text`` as UTF-8) is what is hashed and measured (``size``
         overrides its length); ``tokens`` overrides the BPE count of ``text``.
         """
+        if tool_name is not None:
+            tool_name = self.kept("tool_name", tool_name) if tool_name else tool_name
         if content is None:
-            content = text.encode("utf-8", "surrogatepass")
+            chash, nbytes = self.keys.text_hash_size(text)
+        else:
+            chash, nbytes = self.keys.content_hash(content), len(content)
         b = self.trace.blocks
         row = len(b["pos"])
         if role != "assistant":
@@ -129,18 +161,25 @@ class TraceBuilder:
         b["tool_name"].append(tool_name)
         b["tool_kind"].append(tool_kind)
         b["tool_use_key"].append(self.keys.short("tool_use", tool_use_id, 16) if tool_use_id else None)
-        b["content_hash"].append(self.keys.content_hash(content))
-        b["bytes"].append(len(content) if size is None else size)
+        b["content_hash"].append(chash)
+        b["bytes"].append(nbytes if size is None else size)
         b["tokens"].append(0)
         b["resource"].append(resource)
-        b["line_start"].append(line_start)
-        b["line_end"].append(line_end)
+        b["line_start"].append(checks.small_int(line_start))
+        b["line_end"].append(checks.small_int(line_end))
         b["args_hash"].append(args_hash)
         b["is_error"].append(bool(is_error))
+        if tokens is not None and not 0 <= tokens <= MAX_BLOCK_TOKENS:
+            tokens = None
         self.texts.append("" if tokens is not None else text)
+        self.counts.append(0)
         self.extra_tokens.append(extra_tokens)
         self.token_override.append(tokens)
         st.n_blocks += 1
+        if tokens is None:
+            self.pending_chars += len(text)
+            if self.pending_chars >= COUNT_BATCH_CHARS:
+                self.count_pending()
         if ts is not None:
             self.t_min = ts if self.t_min is None else min(self.t_min, ts)
             self.t_max = ts if self.t_max is None else max(self.t_max, ts)
@@ -148,15 +187,28 @@ class TraceBuilder:
 
     def rewrite_block(self, row: int, text: str) -> None:
         """Replace the text of a block (one streamed in chunks): its hash, size and count."""
-        raw = text.encode("utf-8", "surrogatepass")
         b = self.trace.blocks
-        b["content_hash"][row] = self.keys.content_hash(raw)
-        b["bytes"][row] = len(raw)
-        self.texts[row] = text
+        b["content_hash"][row], b["bytes"][row] = self.keys.text_hash_size(text)
+        if row < self.counted:
+            self.counts[row] = count_many([text])[0]
+        else:
+            self.pending_chars += len(text) - len(self.texts[row])
+            self.texts[row] = text
 
     def override_tokens(self, row: int, tokens: int) -> None:
-        self.texts[row] = ""
-        self.token_override[row] = tokens
+        """Give a block a token count from the log (instead of its BPE count); out-of-range counts are ignored."""
+        if 0 <= tokens <= MAX_BLOCK_TOKENS:
+            self.texts[row] = ""
+            self.token_override[row] = tokens
+
+    def count_pending(self) -> None:
+        """Token-count the blocks added since the last batch and drop their texts."""
+        start, end = self.counted, len(self.texts)
+        if start < end:
+            self.counts[start:end] = count_many(self.texts[start:end])
+            self.texts[start:end] = [""] * (end - start)
+        self.counted = end
+        self.pending_chars = 0
 
     def image(self, st: Stream, ts: int | None, data: str) -> int:
         """A user image block from its base64 payload (hashed; counted by the image estimate)."""
@@ -181,9 +233,9 @@ class TraceBuilder:
         is_error: bool = False,
     ) -> int:
         """A tool_result block: ``text`` plus the base64 payloads of its images, if any."""
-        raw = text.encode("utf-8", "surrogatepass")
+        raw = None  # the text alone: hashed without a copy
         if images:
-            raw += b"".join(b"\0image:" + i.encode() for i in images)
+            raw = text.encode("utf-8", "surrogatepass") + b"".join(b"\0image:" + i.encode() for i in images)
         name, kind, res, ls, le, ah = self.tools.get(call_id or "", _NO_TOOL)
         return self.add_block(
             st, ts, "user", "tool_result", text, raw, extra_tokens=sum(image_tokens(i) for i in images or ()),
@@ -195,6 +247,7 @@ class TraceBuilder:
     def open_request(self, st: Stream, ts: int | None, model: str | None, msg_id: str, *,
                      resumed: bool = False) -> int:
         """Start a request at the stream's current position; returns its row in ``trace.requests``."""
+        model = self.kept("model", model) if model else model
         r = self.trace.requests
         row = len(r["req_idx"])
         _append(r, {
@@ -214,6 +267,9 @@ class TraceBuilder:
         cache_write_1h: int = 0, output_tokens: int = 0, has_usage: bool = True, ttl_split_known: bool = False,
         msg_id: str | None = None,
     ) -> None:
+        for v in (input_tokens, cache_read, cache_write_5m, cache_write_1h, output_tokens):
+            if checks.valid_count(v) is None or not isinstance(v, int):
+                raise checks.InvalidUsage(f"usage count {checks.describe(v)}")
         r = self.trace.requests
         r["input_tokens"][row] = input_tokens
         r["cache_read"][row] = cache_read
@@ -225,8 +281,11 @@ class TraceBuilder:
         if msg_id is not None:
             r["msg_key"][row] = self.keys.short("message", msg_id, 16)
 
-    def compaction(self, st: Stream, ts: int | None, trigger: Any, pre_tokens: int | None) -> None:
-        """Start a new partition of ``st`` at its current position."""
+    def compaction(self, st: Stream, ts: int | None, trigger: Any, pre_tokens: Any) -> None:
+        """Start a new partition of ``st`` at its current position (an invalid ``pre_tokens`` is None)."""
+        if trigger is not None:
+            trigger = self.kept("trigger", trigger if isinstance(trigger, str) else canonical_json(trigger))
+        pre_tokens = checks.valid_count(pre_tokens)
         st.partition += 1
         _append(self.trace.compactions, {
             "session_key": None, "stream_id": st.sid, "pos": st.n_blocks, "partition": st.partition, "ts": ts,
@@ -250,19 +309,26 @@ class TraceBuilder:
                          (tr.compactions, mark.n_compactions)):
             for col in table.values():
                 del col[n:]
-        for col in (self.texts, self.extra_tokens, self.token_override):
+        for col in (self.texts, self.counts, self.extra_tokens, self.token_override):
             del col[mark.n_blocks:]
+        self.counted = min(self.counted, mark.n_blocks)
+        self.pending_chars = sum(len(t) for t in self.texts[self.counted:])
         del self.streams[mark.n_streams:]
         if mark.stream is not None:
             mark.stream.restore(mark.state)
 
     # --- finish ---------------------------------------------------------------------------
-    def finish(self, primary: str, resumed_records: int = 0) -> SessionTrace | None:
-        """Count the tokens, key the session by ``primary`` (its live id) and fill its rows."""
+    def finish(self, primary: str, resumed_records: int = 0, identity: str | None = None) -> SessionTrace | None:
+        """Count the tokens, key the session by ``primary`` (its live id) and fill its rows.
+
+        ``identity`` is the session id as the log wrote it (None when ``primary`` is only a
+        file name): copies of one session found at several paths share it (see ``SessionTrace.identity``).
+        """
         tr = self.trace
         if tr.n_blocks == 0 and tr.n_requests == 0:
             return None
-        counts = count_many(self.texts)
+        self.count_pending()
+        counts, self.counts, self.texts = self.counts, [], []
         tr.blocks["tokens"] = [
             (ov if ov is not None else c) + e for c, e, ov in zip(counts, self.extra_tokens, self.token_override)
         ]
@@ -275,10 +341,11 @@ class TraceBuilder:
                 "agent_id": self.keys.short("agent", st.agent_id, 12) if st.agent_id else None,
                 "n_requests": st.n_req, "n_blocks": st.n_blocks,
             })
+        tr.identity = self.keys.short("session_id", identity, 16) if identity else None
         tr.session.update(
             session_key=skey,
             session_id=self.keys.short("session_id", primary, 16),
-            agent_version=",".join(sorted(self.versions)) or None,
+            agent_version=",".join(sorted({self.kept("agent_version", v) for v in self.versions})) or None,
             started_at=self.t_min,
             ended_at=self.t_max,
             n_streams=len(self.streams),

@@ -129,6 +129,23 @@ class Keyring:
     def text_hash(self, text: str) -> str:
         return self.content_hash(text.encode("utf-8", "surrogatepass"))
 
+    def text_hash_size(self, text: str, chunk: int = 1 << 20) -> tuple[str, int]:
+        """(``text_hash(text)``, its UTF-8 size), a long text encoded piece by piece (no whole copy)."""
+        if len(text) <= chunk:
+            raw = text.encode("utf-8", "surrogatepass")
+            return self.content_hash(raw), len(raw)
+        h = hashlib.blake2b(digest_size=16, key=self.dataset_key[:64])
+        size = 0
+        for i in range(0, len(text), chunk):
+            part = text[i:i + chunk].encode("utf-8", "surrogatepass")
+            h.update(part)
+            size += len(part)
+        return h.hexdigest(), size
+
+    def hasher(self):
+        """An incremental `content_hash` (``update`` with bytes, then ``hexdigest``)."""
+        return hashlib.blake2b(digest_size=16, key=self.dataset_key[:64])
+
     def short(self, label: str, value: str, n: int = 12) -> str:
         """A short keyed pseudonym for an identifier (session id, tool_use id, message id)."""
         return hashlib.blake2b(
@@ -156,7 +173,7 @@ class Keyring:
             if comp in ("", "."):
                 continue
             stem, dot, ext = comp.rpartition(".")
-            if dot and stem and 0 < len(ext) <= 6 and ext.isalnum():
+            if dot and stem and 0 < len(ext) <= 6 and ext.isalnum() and not ext.isdigit():  # an IP octet is no extension
                 parts.append(self.short("path", comp, 10) + "." + ext.lower())
             else:
                 parts.append(self.short("path", comp, 10))

@@ -87,6 +87,9 @@ class SessionTrace:
     requests: dict[str, list] = field(default_factory=lambda: {c: [] for c in REQUEST_COLUMNS})
     blocks: dict[str, list] = field(default_factory=lambda: {c: [] for c in BLOCK_COLUMNS})
     compactions: dict[str, list] = field(default_factory=lambda: {c: [] for c in COMPACTION_COLUMNS})
+    # The session as the log names it (keyed hash of its session id, equal to ``session_id``),
+    # None when the log gives no id: copies of one session at several paths share it. Not a column.
+    identity: str | None = None
 
     @property
     def n_blocks(self) -> int:

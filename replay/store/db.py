@@ -2,7 +2,7 @@
 
 One DuckDB file holds any number of datasets (traces) and, later, runs. A session is
 written in one transaction (delete its previous version, insert all its rows), so a crash
-or a kill leaves either the whole session or none of it.
+or a kill leaves either the whole session or none of it. Rows go in as JSON (`_insert_sql`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import duckdb
-import pyarrow as pa
+import orjson
 
 from replay.ingest.trace import (
     BLOCK_COLUMNS,
@@ -183,35 +183,39 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE run_sessions ADD COLUMN extra JSON;
         """,
     ),
+    (
+        4,
+        "copies of one session stored once",
+        """
+        ALTER TABLE source_files ADD COLUMN duplicate_of VARCHAR;
+        """,
+    ),
 ]
 
-_TYPES = {
-    "session_key": pa.string(), "dataset": pa.string(), "file_key": pa.string(), "agent": pa.string(),
-    "session_id": pa.string(), "agent_version": pa.string(), "started_at": pa.int64(), "ended_at": pa.int64(),
-    "n_streams": pa.int32(), "n_requests": pa.int32(), "n_blocks": pa.int32(), "n_compactions": pa.int32(),
-    "models": pa.string(), "resumed_records": pa.int32(),
-    "stream_id": pa.int32(), "kind": pa.string(), "agent_id": pa.string(),
-    "req_idx": pa.int32(), "position": pa.int32(), "partition": pa.int32(), "user_turn": pa.int32(),
-    "ts": pa.int64(), "model": pa.string(), "msg_key": pa.string(), "input_tokens": pa.int64(),
-    "cache_write_5m": pa.int64(), "cache_write_1h": pa.int64(), "cache_read": pa.int64(),
-    "output_tokens": pa.int64(), "has_usage": pa.bool_(), "ttl_split_known": pa.bool_(), "resumed_copy": pa.bool_(),
-    "pos": pa.int32(), "role": pa.string(), "tool_name": pa.string(), "tool_kind": pa.string(),
-    "tool_use_key": pa.string(), "content_hash": pa.string(), "bytes": pa.int64(), "tokens": pa.int32(),
-    "resource": pa.string(), "line_start": pa.int32(), "line_end": pa.int32(), "args_hash": pa.string(),
-    "is_error": pa.bool_(), "trigger": pa.string(), "pre_tokens": pa.int64(),
+_I, _B, _S, _T = "INTEGER", "BIGINT", "VARCHAR", "BOOLEAN"
+_TYPES = {  # the DuckDB type of every trace column, as in MIGRATIONS
+    "session_key": _S, "dataset": _S, "file_key": _S, "agent": _S, "session_id": _S, "agent_version": _S,
+    "started_at": _B, "ended_at": _B, "n_streams": _I, "n_requests": _I, "n_blocks": _I, "n_compactions": _I,
+    "models": _S, "resumed_records": _I, "stream_id": _I, "kind": _S, "agent_id": _S, "req_idx": _I, "position": _I,
+    "partition": _I, "user_turn": _I, "ts": _B, "model": _S, "msg_key": _S, "input_tokens": _B, "cache_write_5m": _B,
+    "cache_write_1h": _B, "cache_read": _B, "output_tokens": _B, "has_usage": _T, "ttl_split_known": _T,
+    "resumed_copy": _T, "pos": _I, "role": _S, "tool_name": _S, "tool_kind": _S, "tool_use_key": _S,
+    "content_hash": _S, "bytes": _B, "tokens": _I, "resource": _S, "line_start": _I, "line_end": _I, "args_hash": _S,
+    "is_error": _T, "trigger": _S, "pre_tokens": _B,
 }
+_BOUNDS = {_I: 2**31, _B: 2**63}
+INSERT_ROWS = 8192  # rows sent to DuckDB at once (as one JSON text of columns)
 
-TRACE_TABLES = {
-    "sessions": SESSION_COLUMNS,
-    "streams": STREAM_COLUMNS,
-    "requests": REQUEST_COLUMNS,
-    "blocks": BLOCK_COLUMNS,
-    "compactions": COMPACTION_COLUMNS,
-}
+TRACE_TABLES = {"sessions": SESSION_COLUMNS, "streams": STREAM_COLUMNS, "requests": REQUEST_COLUMNS,
+                "blocks": BLOCK_COLUMNS, "compactions": COMPACTION_COLUMNS}
+def _insert_sql(table: str, cols: tuple[str, ...]) -> str:
+    """A JSON object of column lists, parsed by DuckDB into typed lists and unnested: no Arrow, no pandas."""
+    spec = json.dumps({c: [_TYPES[c]] for c in cols})
+    return (f"INSERT INTO {table} ({', '.join(cols)}) SELECT " + ", ".join(f'unnest(j."{c}")' for c in cols)
+            + f" FROM (SELECT from_json(?::VARCHAR, '{spec}') AS j)")
 
 
-def _arrow(columns: tuple[str, ...], data: dict[str, list]) -> pa.Table:
-    return pa.table({c: pa.array(data[c], type=_TYPES[c]) for c in columns})
+_INSERT = {t: _insert_sql(t, cols) for t, cols in TRACE_TABLES.items()}
 
 
 def now() -> datetime:
@@ -328,28 +332,29 @@ def ensure_dataset(con, name: str, key_fingerprint: str, token_counter: str) -> 
 
 
 def file_status(con, dataset: str, file_key: str) -> tuple[int, str | None]:
-    """(latest version, its content hash) of a source file, (0, None) if never ingested."""
+    """(latest version, its content hash) of a source file, (0, None) if never ingested.
+
+    A version stored as a copy of another file's session (status 'duplicate') counts too.
+    """
     row = con.execute(
-        "SELECT version, content_hash FROM source_files WHERE dataset = ? AND file_key = ? AND status = 'ok' "
-        "ORDER BY version DESC LIMIT 1",
+        "SELECT version, content_hash FROM source_files WHERE dataset = ? AND file_key = ? "
+        "AND status IN ('ok', 'duplicate') ORDER BY version DESC LIMIT 1",
         [dataset, file_key],
     ).fetchone()
     return (row[0], row[1]) if row else (0, None)
 
 
 def content_known(con, dataset: str, content_hash: str) -> bool:
-    return (
-        con.execute(
-            "SELECT 1 FROM source_files WHERE dataset = ? AND content_hash = ? AND status = 'ok' LIMIT 1",
-            [dataset, content_hash],
-        ).fetchone()
-        is not None
-    )
+    sql = "SELECT 1 FROM source_files WHERE dataset = ? AND content_hash = ? AND status = 'ok' LIMIT 1"
+    return con.execute(sql, [dataset, content_hash]).fetchone() is not None
 
 
 @dataclass
 class PendingFile:
-    """A read file waiting to be written: its trace (None if it held no context) and metadata."""
+    """A read file waiting to be written: its trace (None if it held no context) and metadata.
+
+    ``duplicate_of`` marks a copy of a session stored from another file: only its source_files
+    row is written (status 'duplicate')."""
 
     trace: SessionTrace | None
     dataset: str
@@ -360,6 +365,24 @@ class PendingFile:
     n_subagent_files: int
     reader: str
     skipped: dict[str, int]
+    duplicate_of: str | None = None  # file key
+
+
+def check_trace(trace: SessionTrace) -> None:
+    """Raise ValueError when a value does not fit its column (a number out of range, a string
+    that is not valid UTF-8), so that a bad file fails alone, before any batch is written."""
+    for table, cols in TRACE_TABLES.items():
+        data = {c: [trace.session.get(c)] for c in cols} if table == "sessions" else getattr(trace, table)
+        for c in cols:
+            bound = _BOUNDS.get(_TYPES[c])
+            nums = [v for v in data[c] if v is not None] if bound else ()
+            if nums and not (all(type(v) is int for v in nums) and -bound <= min(nums) and max(nums) < bound):
+                raise ValueError(f"{table}.{c} holds a value that is not a {_TYPES[c]}")
+            if _TYPES[c] == _S:
+                try:
+                    orjson.dumps(data[c])
+                except orjson.JSONEncodeError as e:
+                    raise ValueError(f"{table}.{c}: {e}") from None
 
 
 def write_sessions(con, batch: list[PendingFile]) -> None:
@@ -378,29 +401,23 @@ def write_sessions(con, batch: list[PendingFile]) -> None:
             if old:
                 for table in TRACE_TABLES:
                     con.execute(f"DELETE FROM {table} WHERE session_key IN (SELECT unnest(?))", [old])
-        traces = [p.trace for p in batch if p.trace is not None]
+        traces = [p.trace for p in batch if p.trace is not None and p.duplicate_of is None]
         for table, cols in TRACE_TABLES.items():
             merged: dict[str, list] = {c: [] for c in cols}
             for tr in traces:
-                data = tr.session if table == "sessions" else getattr(tr, table)
                 for c in cols:
                     if table == "sessions":
-                        merged[c].append(data.get(c))
+                        merged[c].append(tr.session.get(c))
                     else:
-                        merged[c].extend(data[c])
-            if not merged[cols[0]]:
-                continue
-            con.register("_ingest_tmp", _arrow(cols, merged))
-            try:
-                names = ", ".join(cols)
-                con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _ingest_tmp")
-            finally:
-                con.unregister("_ingest_tmp")
+                        merged[c].extend(getattr(tr, table)[c])
+            for i in range(0, len(merged[cols[0]]), INSERT_ROWS):
+                rows = orjson.dumps({c: merged[c][i:i + INSERT_ROWS] for c in cols}).decode()
+                con.execute(_INSERT[table], [rows])
         con.executemany(
             "INSERT INTO source_files (dataset, file_key, version, content_hash, size_bytes, n_subagent_files, reader, "
-            "status, ingested_at, skipped) VALUES (?, ?, ?, ?, ?, ?, ?, 'ok', ?, ?)",
-            [[p.dataset, p.file_key, p.version, p.content_hash, p.size_bytes, p.n_subagent_files, p.reader, now(),
-              json.dumps(p.skipped)] for p in batch],
+            "status, ingested_at, skipped, duplicate_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [[p.dataset, p.file_key, p.version, p.content_hash, p.size_bytes, p.n_subagent_files, p.reader,
+              "duplicate" if p.duplicate_of else "ok", now(), json.dumps(p.skipped), p.duplicate_of] for p in batch],
         )
 
 

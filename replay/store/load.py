@@ -1,20 +1,33 @@
-"""Ingest: discover log files, read each into a trace, store it; never let one file stop the rest."""
+"""Ingest: discover log files, read each into a trace, store it; never let one file stop the rest.
+
+Each file is read as a stream (bounded memory, see `replay.ingest.readers.source`): a first
+pass hashes its bytes (an unchanged or byte-identical file is not read again), a second
+one parses it record by record, reading only the bytes hashed. Whole files are written in
+bounded batches (``batch_blocks`` blocks or ``BATCH_SECONDS`` of reading, one transaction
+each), so an interruption keeps every batch finished before it and a re-run resumes; a
+file whose values do not fit the store fails alone, before its batch is written.
+
+A session found at several paths (a backup that is a shorter prefix copy, a moved
+project) is stored once: the copy with the most requests (then blocks) wins, as a grown
+file replaces its earlier version, and the summary names the copies (`duplicate_sessions`).
+"""
 
 from __future__ import annotations
 
 import os
 import stat
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from replay import store
+from replay.store.db import check_trace
 from replay.ingest.keys import Keyring, load_or_create_master_key
-import orjson
-
-from replay.ingest.readers import claude_code, codex, copilot, gemini
-from replay.ingest.readers.base import FileError, ReadReport
+from replay.ingest.readers import claude_code, codex, copilot, gemini, gemini_chat
+from replay.ingest.readers.base import FileError, ReadReport, Records
+from replay.ingest.readers.source import open_regular
 from replay.ingest.tokens import COUNTER
 
 LOG_SUFFIXES = (".jsonl", ".json")
@@ -22,16 +35,11 @@ SKIP_NAMES = frozenset({"MANIFEST.json", "package.json", "package-lock.json", "t
 SNIFFED_READERS = (codex, copilot, gemini)  # tried in this order; Claude Code is the fallback
 
 
-def reader_for(data: bytes):
-    """The reader module for a log, from its first 50 lines (JSON arrays are Claude Stop-hook dumps)."""
-    head = []
-    for i, raw in enumerate(data.split(b"\n", 50)[:50], 1):
-        try:
-            rec = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(rec, dict):
-            head.append((i, rec))
+def reader_for(records: Records):
+    """The reader module for a log, from its content: a Gemini chat document, else its first 50 records."""
+    if gemini_chat.sniff_document(records):
+        return gemini_chat
+    head = records.head(50)
     for mod in SNIFFED_READERS:
         if mod.sniff(head):
             return mod
@@ -55,8 +63,10 @@ class IngestSummary:
     files: int = 0
     ingested: int = 0
     unchanged: int = 0
-    duplicates: int = 0
+    duplicates: int = 0  # byte-identical to a file already stored: not read
     new_versions: int = 0
+    # (copy, kept): a copy of a session stored from another file (a shorter or equal version), not stored
+    duplicate_sessions: list[tuple[str, str]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     skipped_files: list[tuple[str, str]] = field(default_factory=list)  # not regular files: never opened
     sessions: int = 0
@@ -74,6 +84,7 @@ class IngestSummary:
             "new_versions": self.new_versions,
             "unchanged": self.unchanged,
             "duplicates": self.duplicates,
+            "duplicate_sessions": [{"file": f, "kept": k} for f, k in self.duplicate_sessions],
             "failed": [{"file": f, "reason": r} for f, r in self.failed],
             "skipped_files": [{"file": f, "reason": r} for f, r in self.skipped_files],
             "sessions": self.sessions,
@@ -83,13 +94,16 @@ class IngestSummary:
             "bytes": self.bytes,
             "seconds": round(self.seconds, 3),
             "skipped_lines": dict(self.report.skipped),
+            "repaired_lines": dict(self.report.repaired),
+            "pseudonymized_values": dict(self.report.pseudonymized),
             "non_context_lines": dict(self.report.non_context),
         }
 
     @property
     def nothing_usable(self) -> bool:
         """Every given file failed or was skipped: nothing ingested, nothing already there."""
-        return (self.ingested + self.unchanged + self.duplicates) == 0 and bool(self.failed or self.skipped_files)
+        usable = self.ingested + self.unchanged + self.duplicates + len(self.duplicate_sessions)
+        return usable == 0 and bool(self.failed or self.skipped_files)
 
 
 def _is_subagent_file(p: Path) -> bool:
@@ -184,13 +198,15 @@ def ingest(
     key_file: Path | None = None,
     on_progress: Callable[[int, str], None] | None = None,
     on_total: Callable[[int], None] | None = None,
-    batch_blocks: int = 50_000,
+    batch_blocks: int = 20_000,
     master_key: bytes | None = None,
 ) -> IngestSummary:
     """Ingest every log under ``paths`` into ``db``. Per-file problems are counted, not raised.
 
     ``master_key`` (as read by `open_master_key`) wins over ``key_file``, which is created if
     missing. A damaged database is refused (StoreError) before anything is written to it.
+    Whole files are committed together once they hold ``batch_blocks`` blocks or were read
+    over ``BATCH_SECONDS``, so an interruption loses at most that much work.
     """
     t0 = time.perf_counter()
     summary = IngestSummary()
@@ -203,100 +219,230 @@ def ingest(
         store.ensure_dataset(con, dataset, keys.fingerprint, COUNTER)
         if on_total:
             on_total(sum(u.size for u in units))
-        pending: list[store.PendingFile] = []
-        pending_blocks = 0
+        run = _Run(con, keys, dataset, summary, _BATCH or batch_blocks)
         for unit in units:
-            item = _read_unit(con, unit, keys, dataset, summary, pending)
+            item = run.read(unit)
             if item is not None:
-                pending.append(item)
-                pending_blocks += item.trace.n_blocks if item.trace else 0
-            if pending_blocks >= (_BATCH or batch_blocks):
-                _flush(con, pending, summary)
-                pending_blocks = 0
+                run.add(item)
             if on_progress:
                 on_progress(unit.size, unit.main.name)
-        _flush(con, pending, summary)
+        run.flush()
     finally:
         con.close()
     summary.seconds = time.perf_counter() - t0
     return summary
 
 
-# test hooks (crash-safety test): per-file delay and a note per committed batch
+BATCH_SECONDS = 2.0
+# test hooks (crash-safety test): per-file delay, a note per committed batch, the batch size
 _SLOW_MS = int(os.environ.get("CTXREPLAY_INGEST_SLOW_MS", "0") or 0)
 _TRACE_FILE = os.environ.get("CTXREPLAY_INGEST_TRACE")
 _BATCH = int(os.environ.get("CTXREPLAY_INGEST_BATCH_BLOCKS", "0") or 0)
 
 
-def _flush(con, pending: list[store.PendingFile], summary: IngestSummary) -> None:
-    store.write_sessions(con, pending)
-    if _TRACE_FILE and pending:
-        with open(_TRACE_FILE, "a") as fh:
-            fh.write(f"{len(pending)}\n")
-    for p in pending:
-        summary.ingested += 1
-        if p.version > 1:
-            summary.new_versions += 1
-        if p.trace is not None:
-            summary.sessions += 1
-            summary.streams += p.trace.session["n_streams"]
-            summary.requests += p.trace.n_requests
-            summary.blocks += p.trace.n_blocks
-    pending.clear()
+def hash_unit(unit: Unit, keys: Keyring) -> tuple[str, int, dict[Path, int]]:
+    """(keyed content hash, size, bytes per file) of a unit's files, read in chunks.
+
+    The bytes hashed are the main file, then each subagent file (sorted) after ``\\0sub\\0``.
+    """
+    h = keys.hasher()
+    sizes: dict[Path, int] = {}
+    total = 0
+    for i, path in enumerate([unit.main, *sorted(unit.subagents)]):
+        if i:
+            h.update(b"\0sub\0")
+            total += 5
+        n = 0
+        with open_regular(path) as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+                n += len(chunk)
+        sizes[path] = n
+        total += n
+    return h.hexdigest(), total, sizes
 
 
-def _read_unit(
-    con, unit: Unit, keys: Keyring, dataset: str, summary: IngestSummary, pending: list[store.PendingFile]
-) -> store.PendingFile | None:
-    try:
-        data = read_regular(unit.main)
-        subs = [(p, read_regular(p)) for p in sorted(unit.subagents)]
-    except OSError as e:
-        summary.failed.append((str(e.filename or unit.main), f"cannot read: {e.strerror or e}"))
-        return None
-    file_key = keys.short("file", str(unit.main), 16)
-    blob = data + b"".join(b"\0sub\0" + b for _, b in subs)
-    content_hash = keys.content_hash(blob)
-    summary.bytes += len(blob)
-    latest, latest_hash = store.file_status(con, dataset, file_key)
-    if latest_hash == content_hash:
-        summary.unchanged += 1
-        return None
-    if latest == 0 and (
-        store.content_known(con, dataset, content_hash) or any(p.content_hash == content_hash for p in pending)
-    ):
-        summary.duplicates += 1
-        return None
-    report = ReadReport()
-    if _SLOW_MS:
-        time.sleep(_SLOW_MS / 1000)
-    reader = reader_for(data)
-    try:
-        trace = reader.read_session(
-            unit.main, keys, dataset, file_key, report, subagent_files=[p for p, _ in subs], data=data
-        )
-    except FileError as e:
-        summary.failed.append((str(unit.main), str(e)))
+class _Run:
+    """One ingest: reads units, writes whole files in bounded batches, stores a session once."""
+
+    def __init__(self, con, keys: Keyring, dataset: str, summary: IngestSummary, batch_blocks: int):
+        self.con, self.keys, self.dataset, self.summary = con, keys, dataset, summary
+        self.batch_blocks = batch_blocks
+        self.pending: list[store.PendingFile] = []
+        self.pending_blocks = 0
+        self.batch_started = 0.0
+        self.paths: dict[str, str] = {}  # file key -> path, for the files of this run
+        self.added: dict[str, tuple[int, int, int]] = {}  # session key written in this run -> its counts
+        self.superseded: set[str] = set()  # file keys whose stored session a pending copy replaces
+        # what the dataset holds, read once and kept up to date (one query per file would cost more than reading it)
+        self.status: dict[str, tuple[int, str]] = {r[0]: (r[1], r[2]) for r in con.execute(
+            "SELECT file_key, max(version), arg_max(content_hash, version) FROM source_files "
+            "WHERE dataset = ? AND status IN ('ok', 'duplicate') GROUP BY file_key", [dataset]).fetchall()}
+        self.known = {r[0] for r in con.execute(
+            "SELECT DISTINCT content_hash FROM source_files WHERE dataset = ? AND status = 'ok'", [dataset]).fetchall()}
+        self.stored: dict[tuple[str, str], list[tuple[str, str, int]]] = {}  # (agent, session id) -> sessions
+        for agent, sid, skey, fkey, n_blocks in con.execute(
+                "SELECT agent, session_id, session_key, file_key, n_blocks FROM sessions WHERE dataset = ?",
+                [dataset]).fetchall():
+            self.stored.setdefault((agent, sid), []).append((skey, fkey, n_blocks))
+
+    def read(self, unit: Unit) -> store.PendingFile | None:
+        summary = self.summary
+        file_key = self.keys.short("file", str(unit.main), 16)
+        self.paths[file_key] = str(unit.main)
+        try:
+            content_hash, size, sizes = hash_unit(unit, self.keys)
+        except OSError as e:
+            summary.failed.append((str(e.filename or unit.main), f"cannot read: {e.strerror or e}"))
+            return None
+        summary.bytes += size
+        latest, latest_hash = self.status.get(file_key, (0, None))
+        if latest_hash == content_hash:
+            summary.unchanged += 1
+            return None
+        if latest == 0 and (content_hash in self.known or any(p.content_hash == content_hash for p in self.pending)):
+            summary.duplicates += 1
+            return None
+        report = ReadReport()
+        if _SLOW_MS:
+            time.sleep(_SLOW_MS / 1000)
+        subs = sorted(unit.subagents)
+        try:
+            records = Records(unit.main, report, limit=sizes[unit.main])
+            reader = reader_for(records)
+            trace = reader.read_session(unit.main, self.keys, self.dataset, file_key, report, subagent_files=subs,
+                                        records=records, limits=sizes)
+        except FileError as e:
+            summary.failed.append((str(unit.main), str(e)))
+            summary.report.merge(report)
+            return None
+        except OSError as e:
+            summary.failed.append((str(e.filename or unit.main), f"cannot read: {e.strerror or e}"))
+            return None
+        except Exception as e:  # a reader bug must not cost the user the other files
+            summary.failed.append((str(unit.main), f"internal error while reading ({type(e).__name__}: {e}); please report"))
+            return None
+        if trace is not None:
+            try:
+                check_trace(trace)
+            except Exception as e:  # a value that does not fit its column: this file fails alone
+                summary.failed.append((str(unit.main), f"a value does not fit the trace ({type(e).__name__}: "
+                                                       f"{str(e)[:80]}); please report"))
+                return None
         summary.report.merge(report)
-        return None
-    except Exception as e:  # a reader bug must not cost the user the other files
-        summary.failed.append((str(unit.main), f"internal error while reading ({type(e).__name__}: {e}); please report"))
-        return None
-    summary.report.merge(report)
-    return store.PendingFile(
-        trace, dataset, file_key, latest + 1, content_hash, len(blob), len(subs), reader.AGENT,
-        dict(report.skipped),
-    )
+        return store.PendingFile(
+            trace, self.dataset, file_key, latest + 1, content_hash, size, len(subs), reader.AGENT,
+            dict(report.skipped),
+        )
 
+    def add(self, p: store.PendingFile) -> None:
+        """Queue one file (and the stored copies it replaces); write the batch once it is full."""
+        if not self.pending:
+            self.batch_started = time.perf_counter()
+        self.pending.extend([p, *self._same_session(p)])
+        self.summary.ingested += 1
+        if p.version > 1:
+            self.summary.new_versions += 1
+        self.pending_blocks += p.trace.n_blocks if p.trace is not None else 0
+        if self.pending_blocks >= self.batch_blocks or time.perf_counter() - self.batch_started >= BATCH_SECONDS:
+            self.flush()
 
-def read_regular(path: Path) -> bytes:
-    """The bytes of a regular file; anything else (swapped in since discovery) is refused, never waited on."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise OSError(0, not_regular(mode), str(path))
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            return fh.read()
-    finally:
-        os.close(fd)
+    def flush(self) -> None:
+        """Write the pending files in one transaction."""
+        batch, self.pending, self.pending_blocks = self.pending, [], 0
+        if not batch:
+            return
+        store.write_sessions(self.con, batch)
+        self.superseded.clear()
+        if _TRACE_FILE:
+            with open(_TRACE_FILE, "a") as fh:
+                fh.write(f"{len(batch)}\n")
+        s = self.summary
+        written = {p.file_key for p in batch}
+        for k, rows in self.stored.items():
+            self.stored[k] = [r for r in rows if r[1] not in written]  # their rows were replaced or deleted
+        for p in batch:
+            self.status[p.file_key] = (p.version, p.content_hash)
+            if p.duplicate_of is None:
+                self.known.add(p.content_hash)
+            if p.trace is not None and p.duplicate_of is None:
+                tr = p.trace
+                self.stored.setdefault((tr.session["agent"], tr.identity), []).append(
+                    (tr.session["session_key"], p.file_key, tr.n_blocks))
+                counts = (tr.session["n_streams"], tr.n_requests, tr.n_blocks)
+                self.added[tr.session["session_key"]] = counts
+                s.sessions += 1
+                s.streams, s.requests, s.blocks = s.streams + counts[0], s.requests + counts[1], s.blocks + counts[2]
+
+    # --- one session, one count ------------------------------------------------------------------
+    def _same_session(self, p: store.PendingFile) -> list[store.PendingFile]:
+        """Compare ``p`` with the sessions of the same id from other files, stored or pending.
+
+        Of two copies, one holding all of the other's requests (message id and request id),
+        the one with more requests, then more blocks, is kept (on a tie, the one seen first):
+        ``p`` is marked a duplicate, or the copies it replaces are (a pending one in place, a
+        stored one by a 'duplicate' version of its file, returned to be written with ``p``,
+        which deletes its rows). Copies that diverged are two sessions.
+        """
+        tr = p.trace
+        if tr is None or tr.identity is None:
+            return []
+        new_keys = set(tr.requests["msg_key"])
+        others = []  # (pending file or None, session key, file key, request keys, n_blocks)
+        for q in self.pending:
+            if (q.trace is not None and q.duplicate_of is None and q.trace.identity == tr.identity
+                    and q.trace.session["agent"] == tr.session["agent"] and q.file_key != p.file_key):
+                others.append((q, None, q.file_key, set(q.trace.requests["msg_key"]), q.trace.n_blocks))
+        pending_keys = {q.file_key for q in self.pending}
+        for skey, fkey, n_blocks in self.stored.get((tr.session["agent"], tr.identity), ()):
+            if fkey in self.superseded or fkey in pending_keys or fkey == p.file_key:
+                continue
+            old_keys = {r[0] for r in self.con.execute(
+                "SELECT DISTINCT msg_key FROM requests WHERE session_key = ?", [skey]).fetchall()}
+            others.append((None, skey, fkey, old_keys, n_blocks))
+        nested = []
+        for q, skey, fkey, old_keys, n_blocks in others:
+            if not (new_keys <= old_keys or old_keys <= new_keys):
+                continue  # diverged
+            if not new_keys and not old_keys and not self._blocks_nested(tr, q, skey):
+                continue
+            if (len(new_keys), tr.n_blocks) <= (len(old_keys), n_blocks):
+                p.duplicate_of = fkey
+                self.summary.duplicate_sessions.append((self.paths[p.file_key], self._name(fkey)))
+                return []
+            nested.append((q, skey, fkey))
+        replaced = []
+        for q, skey, fkey in nested:
+            self.summary.duplicate_sessions.append((self._name(fkey), self.paths[p.file_key]))
+            if q is not None:
+                q.duplicate_of = p.file_key
+                continue
+            replaced.append(self._superseded(fkey, p.file_key))
+            self.superseded.add(fkey)
+            counts = self.added.pop(skey, None)
+            if counts is not None:  # written earlier in this run: the summary counts what stays
+                s = self.summary
+                s.sessions -= 1
+                s.streams, s.requests, s.blocks = s.streams - counts[0], s.requests - counts[1], s.blocks - counts[2]
+        return replaced
+
+    def _blocks_nested(self, tr, q: store.PendingFile | None, skey: str | None) -> bool:
+        """Whether one session's blocks (by content) are all in the other's (sessions without requests)."""
+        if q is not None:
+            old = Counter(q.trace.blocks["content_hash"])
+        else:
+            old = Counter(r[0] for r in self.con.execute("SELECT content_hash FROM blocks WHERE session_key = ?",
+                                                          [skey]).fetchall())
+        new = Counter(tr.blocks["content_hash"])
+        return not (new - old) or not (old - new)
+
+    def _superseded(self, file_key: str, by: str) -> store.PendingFile:
+        """A new 'duplicate' version of a stored file whose session a longer copy replaces."""
+        version, content_hash, size, n_sub, reader = self.con.execute(
+            "SELECT version, content_hash, size_bytes, n_subagent_files, reader FROM source_files "
+            "WHERE dataset = ? AND file_key = ? ORDER BY version DESC LIMIT 1", [self.dataset, file_key]).fetchone()
+        return store.PendingFile(None, self.dataset, file_key, version + 1, content_hash, size, n_sub, reader, {},
+                                 duplicate_of=by)
+
+    def _name(self, file_key: str) -> str:
+        return self.paths.get(file_key) or f"a file ingested earlier (file key {file_key})"

@@ -4,9 +4,10 @@ Reads ``~/.claude/projects/**/<session>.jsonl`` files, Stop-hook dumps (one JSON
 the same records) and separate ``<session>/subagents/agent-*.jsonl`` files. Quirks handled
 (see ``../shared/logs/README.md``):
 
-* one API response is written as several lines sharing ``message.id`` that repeat the same
-  ``usage``: one request per message id, usage counted once, ``output_tokens`` taken from
-  the last line (earlier lines carry partial streaming counts);
+* one API response is written as several lines sharing ``message.id`` (and ``requestId``)
+  that repeat the same ``usage``: one request per message id and request id, usage counted
+  once, ``output_tokens`` taken from the last line (earlier lines carry partial streaming
+  counts); a line whose usage holds an invalid count is skipped whole (``invalid_usage``);
 * ``toolUseResult`` is a UI copy of a tool result, not model context: ignored;
 * ``progress``, ``file-history-snapshot``, ``queue-operation``, ``summary``, ``last-prompt``,
   ``pr-link`` and UI-only ``system`` lines are counted as non-context;
@@ -15,20 +16,22 @@ the same records) and separate ``<session>/subagents/agent-*.jsonl`` files. Quir
 * inline sidechains (``isSidechain`` in 1.0.x files, timestamps out of order) become one
   stream per sidechain root; separate subagent files become one stream each;
 * resumed sessions copy earlier records with the old ``sessionId``: they are context of the
-  resumed conversation and kept, their requests flagged ``resumed_copy``;
+  resumed conversation and kept, their requests flagged ``resumed_copy`` (the live session
+  is the last ``sessionId`` of the file, known at its end: the file is read in one pass);
 * tool_result content is a string or a list of text/image parts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from replay.ingest.blocktext import canonical_json, tool_result_parts
 from replay.ingest.builder import Stream, TraceBuilder
+from replay.ingest.checks import InvalidUsage, usage_count
 from replay.ingest.keys import Keyring
-from replay.ingest.readers.base import FileError, ReadReport, load_records, read_records
+from replay.ingest.readers.base import FileError, ReadReport, Records, read_records
 from replay.ingest.readers.fields import line_range, opt_str, parse_ts
 from replay.ingest.trace import SessionTrace, tool_kind
 
@@ -54,17 +57,13 @@ _FILE_TOOLS_PATH_KEY = {
 
 
 def looks_like_claude_code(rec: dict[str, Any]) -> bool:
-    return "sessionId" in rec or rec.get("type") in CONTEXT_TYPES | NON_CONTEXT_TYPES | {"system"}
+    t = rec.get("type")
+    return "sessionId" in rec or (isinstance(t, str) and t in CONTEXT_TYPES | NON_CONTEXT_TYPES | {"system"})
 
 
 
 def _sniff(records: list[tuple[int, dict]]) -> bool:
     return any(looks_like_claude_code(r) for _, r in records[:50])
-
-
-def _count(v: Any) -> int:
-    """A usage count: a non-negative number as int, else 0 (unlike ``fields.num``, true counts as 1)."""
-    return int(v) if isinstance(v, (int, float)) and v >= 0 else 0
 
 
 def _resource(name: str, tool_input: Any, cwd: str | None, keys: Keyring) -> tuple[str | None, int | None, int | None]:
@@ -88,14 +87,15 @@ def _resource(name: str, tool_input: Any, cwd: str | None, keys: Keyring) -> tup
 class _ClaudeReader:
     """Adds Claude Code records to a :class:`TraceBuilder`, one stream per main/sidechain/subagent."""
 
-    def __init__(self, b: TraceBuilder, primary_session: str | None):
+    def __init__(self, b: TraceBuilder):
         self.b = b
-        self.primary_session = primary_session
+        self.last_session: str | None = None  # the live session: the last sessionId of the main file
         self.streams: dict[str, Stream] = {}  # stream key -> stream
-        self.req_rows: dict[tuple[int, str], int] = {}  # (stream id, message id) -> request row
+        self.req_rows: dict[tuple[int, str, str], int] = {}  # (stream id, message id, request id) -> request row
+        self.req_session: list[Any] = []  # per request row: the sessionId of the line that opened it
         self.seen_uuids: set[str] = set()
         self.session_ids: set[str] = set()
-        self.resumed_records = 0
+        self.context_records: Counter = Counter()  # context records per sessionId
 
     def stream(self, key: str, kind: str, agent_id: str | None) -> Stream:
         st = self.streams.get(key)
@@ -116,7 +116,11 @@ class _ClaudeReader:
             if st is None:
                 self.streams.pop(stream_key, None)
             self.req_rows = {k: row for k, row in self.req_rows.items() if row < mark.n_requests}
-            self.b.report.skip("malformed_record", self.b.path, line, f"{type(e).__name__}: {str(e)[:60]}")
+            del self.req_session[mark.n_requests:]
+            if isinstance(e, InvalidUsage):
+                self.b.report.skip("invalid_usage", self.b.path, line, str(e))
+            else:
+                self.b.report.skip("malformed_record", self.b.path, line, f"{type(e).__name__}: {str(e)[:60]}")
 
     def _add_record(self, line: int, rec: dict[str, Any], stream_key: str, stream_kind: str,
                     agent_id: str | None) -> None:
@@ -158,9 +162,8 @@ class _ClaudeReader:
         """A user, assistant or attachment record: model context."""
         ts = parse_ts(rec.get("timestamp"))
         sid = rec.get("sessionId")
-        resumed = bool(self.primary_session and isinstance(sid, str) and sid != self.primary_session)
-        if resumed:
-            self.resumed_records += 1
+        sid = sid if isinstance(sid, str) else None
+        self.context_records[sid] += 1
         if rtype == "attachment":
             self.b.add_block(st, ts, "user", "attachment", canonical_json(rec.get("attachment")))
             return
@@ -168,11 +171,11 @@ class _ClaudeReader:
         if not isinstance(msg, dict):
             self.b.report.skip("malformed_record", self.b.path, line, f"{rtype} record without a message object")
         elif rtype == "assistant":
-            self._assistant(line, rec, msg, st, ts, resumed)
+            self._assistant(line, rec, msg, st, ts, sid)
         else:
             self._user(rec, msg, st, ts)
 
-    def _assistant(self, line: int, rec: dict, msg: dict, st: Stream, ts: int | None, resumed: bool) -> None:
+    def _assistant(self, line: int, rec: dict, msg: dict, st: Stream, ts: int | None, sid: str | None) -> None:
         mid = msg.get("id")
         content = msg.get("content")
         if isinstance(content, str):
@@ -181,7 +184,7 @@ class _ClaudeReader:
             self.b.report.skip("malformed_record", self.b.path, line, "assistant content is neither text nor a list")
             return
         if msg.get("model") != SYNTHETIC_MODEL and isinstance(mid, str):
-            self._request(line, rec, msg, st, ts, mid, resumed)
+            self._request(line, rec, msg, st, ts, mid, sid)
         for part in content:
             if isinstance(part, dict):
                 self._assistant_part(rec, part, st, ts)
@@ -200,14 +203,27 @@ class _ClaudeReader:
         else:
             self.b.add_block(st, ts, "assistant", "assistant_text", canonical_json(part))
 
-    def _request(self, line: int, rec: dict, msg: dict, st: Stream, ts: int | None, mid: str, resumed: bool) -> None:
-        """One request per message id in a stream; its usage is taken from the last line that has one."""
+    def _request(self, line: int, rec: dict, msg: dict, st: Stream, ts: int | None, mid: str,
+                 sid: str | None) -> None:
+        """One request per message id and request id in a stream; its usage is taken from the last line that has one."""
         usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else None
-        row = self.req_rows.get((st.sid, mid))
+        rid = rec.get("requestId")
+        rid = rid if isinstance(rid, str) else ""
+        if usage is not None:  # validate before anything is added: a bad count skips the whole line
+            cc = usage.get("cache_creation")
+            if isinstance(cc, dict) and ("ephemeral_5m_input_tokens" in cc or "ephemeral_1h_input_tokens" in cc):
+                w5, w1 = usage_count(cc, "ephemeral_5m_input_tokens"), usage_count(cc, "ephemeral_1h_input_tokens")
+                split_known = True
+            else:  # before the split existed, writes were 5-minute
+                w5, w1, split_known = usage_count(usage, "cache_creation_input_tokens"), 0, False
+            counts = dict(input_tokens=usage_count(usage, "input_tokens"), cache_write_5m=w5, cache_write_1h=w1,
+                          cache_read=usage_count(usage, "cache_read_input_tokens"),
+                          output_tokens=usage_count(usage, "output_tokens"))
+        row = self.req_rows.get((st.sid, mid, rid))
         if row is None:
-            key = mid + "\0" + str(rec.get("requestId") or "")
-            row = self.req_rows[(st.sid, mid)] = self.b.open_request(
-                st, ts, str(msg.get("model") or ""), key, resumed=resumed)
+            row = self.req_rows[(st.sid, mid, rid)] = self.b.open_request(
+                st, ts, str(msg.get("model") or ""), mid + "\0" + rid)
+            self.req_session.append(sid)
         else:
             st.open_req = row
         if usage is None:
@@ -216,17 +232,7 @@ class _ClaudeReader:
             return
         # Every line repeats the same usage except output_tokens, which grows while
         # streaming: the last line wins.
-        cc = usage.get("cache_creation")
-        if isinstance(cc, dict) and ("ephemeral_5m_input_tokens" in cc or "ephemeral_1h_input_tokens" in cc):
-            w5, w1 = _count(cc.get("ephemeral_5m_input_tokens")), _count(cc.get("ephemeral_1h_input_tokens"))
-            split_known = True
-        else:  # before the split existed, writes were 5-minute
-            w5, w1, split_known = _count(usage.get("cache_creation_input_tokens")), 0, False
-        self.b.set_usage(
-            row, input_tokens=_count(usage.get("input_tokens")), cache_write_5m=w5, cache_write_1h=w1,
-            cache_read=_count(usage.get("cache_read_input_tokens")), output_tokens=_count(usage.get("output_tokens")),
-            ttl_split_known=split_known,
-        )
+        self.b.set_usage(row, ttl_split_known=split_known, **counts)
 
     def _user(self, rec: dict, msg: dict, st: Stream, ts: int | None) -> None:
         content = msg.get("content")
@@ -265,44 +271,60 @@ class _ClaudeReader:
             self.b.add_block(st, ts, "user", "user_text", canonical_json(part))
 
     # --- files --------------------------------------------------------------------------
-    def read_main(self, records: list[tuple[int, dict]]) -> None:
-        """The main transcript: inline sidechains get one stream per root of their parentUuid chain."""
-        sidechains = _Sidechains(records)
+    def read_main(self, records: Records) -> None:
+        """The main transcript: inline sidechains get one stream per root of their parentUuid chain.
+
+        One pass: a sidechain record's parent is looked up among the records before it (in
+        the logs, a parent is always written before its children).
+        """
+        sidechains = _Sidechains()
         self.stream("main", "main", None)
         for line, rec in records:
+            sid = rec.get("sessionId")
+            if isinstance(sid, str):
+                self.last_session = sid
             agent_id = rec.get("agentId") if isinstance(rec.get("agentId"), str) else None
+            if rec.get("isSidechain"):
+                sidechains.add(rec)
             if rec.get("isSidechain") and isinstance(rec.get("uuid"), str):
                 key = "agent:" + agent_id if agent_id else "side:" + sidechains.root_of(rec["uuid"])
                 self.add_record(line, rec, key, "sidechain", agent_id)
             else:
                 self.add_record(line, rec, "main", "main", None)
 
-    def read_subagents(self, files: list[Path]) -> None:
+    def read_subagents(self, files: list[Path], limits: dict[Path, int] | None = None) -> None:
         """Separate subagent files: one stream each."""
         report, main = self.b.report, self.b.path
         for sub in files:
-            try:
-                sub_records = load_records(sub, sub.read_bytes(), report)
-            except (FileError, OSError) as e:
-                report.skip("malformed_record", sub, None, f"subagent file unreadable: {e}")
-                continue
             agent_id = sub.stem.removeprefix("agent-")
             self.b.path = sub  # for the skip messages
-            for line, rec in sub_records:
-                self.add_record(line, rec, "agent:" + agent_id, "subagent", agent_id)
+            try:
+                for line, rec in Records(sub, report, limit=limits.get(sub) if limits else None):
+                    self.add_record(line, rec, "agent:" + agent_id, "subagent", agent_id)
+            except (FileError, OSError) as e:
+                report.skip("malformed_record", sub, None, f"subagent file unreadable: {e}")
             self.b.path = main
 
     def finish(self) -> SessionTrace | None:
-        primary = self.primary_session or (sorted(self.session_ids)[0] if self.session_ids else self.b.path.stem)
-        return self.b.finish(primary, resumed_records=self.resumed_records)
+        live = self.last_session
+        if live is not None:  # records and requests of other (earlier) sessions are resumed copies
+            flags = self.b.trace.requests["resumed_copy"]
+            for row, sid in enumerate(self.req_session):
+                flags[row] = sid is not None and sid != live
+        resumed = sum(n for sid, n in self.context_records.items() if sid is not None and sid != live) if live else 0
+        primary = live or (sorted(self.session_ids)[0] if self.session_ids else None)
+        return self.b.finish(primary or self.b.path.stem, resumed_records=resumed, identity=primary)
 
 
 class _Sidechains:
-    """Roots of the parentUuid chains among a file's inline sidechain records."""
+    """Roots of the parentUuid chains among a file's inline sidechain records (those added so far)."""
 
-    def __init__(self, records: list[tuple[int, dict]]):
+    def __init__(self):
         self.root: dict[str, str] = {}
-        self.parent = {r.get("uuid"): r.get("parentUuid") for _, r in records if r.get("isSidechain")}
+        self.parent: dict[Any, Any] = {}
+
+    def add(self, rec: dict) -> None:
+        self.parent[rec.get("uuid")] = rec.get("parentUuid")
 
     def root_of(self, uuid: str) -> str:
         side_parent, side_root = self.parent, self.root
@@ -320,25 +342,19 @@ class _Sidechains:
         return root
 
 
-def _primary_session_id(records: Iterable[tuple[int, dict]]) -> str | None:
-    """The live session of a file: the last sessionId written (resumes copy older ones first)."""
-    last = None
-    for _, rec in records:
-        sid = rec.get("sessionId")
-        if isinstance(sid, str):
-            last = sid
-    return last
-
-
 def read_session(main: Path, keys: Keyring, dataset: str, file_key: str, report: ReadReport,
-                 subagent_files: list[Path] | None = None, data: bytes | None = None) -> SessionTrace | None:
-    """Read one main transcript (plus its separate subagent files) into a SessionTrace.
+                 subagent_files: list[Path] | None = None, data: bytes | None = None,
+                 records: Records | None = None, limits: dict[Path, int] | None = None) -> SessionTrace | None:
+    """Read one main transcript (plus its separate subagent files) into a SessionTrace, in one pass.
 
     Raises FileError when the main file cannot be read at all; bad lines are skipped and
-    counted in ``report``.
+    counted in ``report``. ``records`` is the main file already opened by the caller;
+    ``limits`` caps how many bytes of each subagent file are read (what was hashed).
     """
-    records = read_records(main, data, report, _sniff, "not a Claude Code transcript (no sessionId/type fields)")
-    r = _ClaudeReader(TraceBuilder(AGENT, keys, dataset, file_key, main, report), _primary_session_id(records))
+    # Claude Code is the fallback reader: a file no reader recognizes ends here
+    unknown = "not a recognised agent log (no Claude Code, Codex, Copilot CLI or Gemini CLI records)"
+    records = read_records(main, data, report, _sniff, unknown, records)
+    r = _ClaudeReader(TraceBuilder(AGENT, keys, dataset, file_key, main, report))
     r.read_main(records)
-    r.read_subagents(subagent_files or [])
+    r.read_subagents(subagent_files or [], limits)
     return r.finish()

@@ -30,8 +30,9 @@ from typing import Any
 
 from replay.ingest.blocktext import canonical_json
 from replay.ingest.builder import TraceBuilder
+from replay.ingest.checks import InvalidUsage, usage_count
 from replay.ingest.keys import Keyring
-from replay.ingest.readers.base import ReadReport, read_records
+from replay.ingest.readers.base import ReadReport, Records, read_records
 from replay.ingest.readers.codex_items import (
     call_name_args, message_text, output_is_error, output_parts, reasoning_text, tool_target,
 )
@@ -56,7 +57,7 @@ _LEGACY_ITEM_TYPES = OUTPUT_ITEMS | INPUT_ITEMS | {"message"}
 def sniff(records: list[tuple[int, dict]]) -> bool:
     """True when the first records look like a Codex rollout."""
     for _, rec in records[:20]:
-        if rec.get("type") in CODEX_TYPES and isinstance(rec.get("payload"), dict):
+        if _type(rec) in CODEX_TYPES and isinstance(rec.get("payload"), dict):
             return True
         if "sessionId" in rec or "uuid" in rec:
             return False
@@ -65,6 +66,12 @@ def sniff(records: list[tuple[int, dict]]) -> bool:
         if _legacy_item(rec):
             return True
     return False
+
+
+def _type(d: dict) -> str | None:
+    """``d["type"]`` when it is a string (anything else is no type)."""
+    t = d.get("type")
+    return t if isinstance(t, str) else None
 
 
 def _legacy_item(rec: dict) -> bool:
@@ -83,8 +90,58 @@ def _legacy_item(rec: dict) -> bool:
 
 
 
+def _user_item_text(rec: dict) -> str | None:
+    """The text of a response_item user message (a prompt's model copy), else None."""
+    q = rec.get("payload") if rec.get("type") == "response_item" else None
+    if isinstance(q, dict) and q.get("type") == "message" and q.get("role") == "user":
+        return message_text(q)
+    return None
+
+
+def _prescan(records: Records) -> tuple[int | None, bool, set[int]]:
+    """A first pass (nothing reported, only a window of records held): (first line, has token_count
+    events, lines of user messages that are prompts).
+
+    Codex echoes a prompt as an ``event_msg`` ``user_message`` within four records of its
+    ``response_item`` copy: the nearest copy before it, else after it, is the prompt.
+    """
+    first: int | None = None
+    has_token_counts = False
+    prompts: set[int] = set()
+    window: dict[int, tuple[int, str | None]] = {}  # record index -> (line, user item text)
+    waiting: list[tuple[int, str]] = []  # user_message events still missing records after them
+
+    def resolve(k: int, msg: str) -> None:
+        for j in [*range(k - 1, k - 5, -1), *range(k + 1, k + 5)]:
+            got = window.get(j)
+            if got is not None and got[1] is not None:
+                text = got[1]
+                if text == msg or (msg and text.strip() == msg.strip()):
+                    prompts.add(got[0])
+                    return
+
+    k = -1
+    for k, (line, rec) in enumerate(records.iter(quiet=True)):
+        if first is None:
+            first = line
+        p = rec.get("payload")
+        if rec.get("type") == "event_msg" and isinstance(p, dict):
+            if p.get("type") == "token_count":
+                has_token_counts = True
+            elif p.get("type") == "user_message":
+                msg = p.get("message")
+                waiting.append((k, msg if isinstance(msg, str) else ""))
+        window[k] = (line, _user_item_text(rec))
+        window.pop(k - 9, None)
+        while waiting and waiting[0][0] <= k - 4:
+            resolve(*waiting.pop(0))
+    for item in waiting:
+        resolve(*item)
+    return first, has_token_counts, prompts
+
+
 class _CodexReader:
-    def __init__(self, b: TraceBuilder, records: list[tuple[int, dict]]):
+    def __init__(self, b: TraceBuilder, records: Records):
         self.b = b
         self.records = records
         self.st = b.new_stream("main")
@@ -98,37 +155,13 @@ class _CodexReader:
         self.seen_prompts: set[str] = set()
         self.seen_messages: set[str] = set()
         self.items_since_task_start = 0
-        self.has_token_counts = any(
-            r.get("type") == "event_msg" and isinstance(r.get("payload"), dict) and r["payload"].get("type") == "token_count"
-            for _, r in records
-        )
-        self.prompt_lines = self._prompt_lines()
+        self.first_line, self.has_token_counts, self.prompt_lines = _prescan(records)
         self._ts: Any = None
-
-    def _prompt_lines(self) -> set[int]:
-        """Lines of user messages that are prompts (Codex echoes a prompt as an event_msg user_message)."""
-        out: set[int] = set()
-        recs = self.records
-        for k, (line, rec) in enumerate(recs):
-            p = rec.get("payload")
-            if rec.get("type") != "event_msg" or not isinstance(p, dict) or p.get("type") != "user_message":
-                continue
-            msg = p.get("message")
-            msg = msg if isinstance(msg, str) else ""
-            near = list(range(k - 1, max(-1, k - 5), -1)) + list(range(k + 1, min(len(recs), k + 5)))
-            for j in near:
-                q = recs[j][1].get("payload") if recs[j][1].get("type") == "response_item" else None
-                if isinstance(q, dict) and q.get("type") == "message" and q.get("role") == "user":
-                    text = message_text(q)
-                    if text == msg or (msg and text.strip() == msg.strip()):
-                        out.add(recs[j][0])
-                        break
-        return out
 
     # --- requests -------------------------------------------------------------------------
     def _ensure_request(self, line: int, ts: int | None, item_id: Any) -> None:
         if self.st.open_req is None:
-            key = item_id if isinstance(item_id, str) and item_id else f"{self.b.path.name}:{line}"
+            key = item_id if isinstance(item_id, str) and item_id else f"line:{line}"
             self.b.open_request(self.st, ts, self.model, key)
             self.req_reasoning = []
             self.req_first_line = line
@@ -152,18 +185,25 @@ class _CodexReader:
         if key is None and self.st.open_req is None and canonical_json(info["last_token_usage"]) == canonical_json(self.last_usage):
             self.b.report.non_context["event_msg:token_count(repeat)"] += 1
             return
-        self.b.report.non_context["event_msg:token_count"] += 1
         self.last_total = key
-        self.last_usage = u = info["last_token_usage"]
+        u = info["last_token_usage"]
+        try:
+            inp, cached = usage_count(u, "input_tokens"), usage_count(u, "cached_input_tokens")
+            out, reasoning = usage_count(u, "output_tokens"), usage_count(u, "reasoning_output_tokens")
+        except InvalidUsage as e:  # the call happened, its usage is unusable: it ends without one
+            self.b.report.skip("invalid_usage", self.b.path, line, str(e))
+            self.st.open_req = None
+            self.req_reasoning = []
+            return
+        self.b.report.non_context["event_msg:token_count"] += 1
+        self.last_usage = u
         if self.st.open_req is None:  # a call whose output items were not written
-            self.b.open_request(self.st, parse_ts(self._ts), self.model, f"{self.b.path.name}:{line}")
-        inp, cached = num(u.get("input_tokens")), num(u.get("cached_input_tokens"))
+            self.b.open_request(self.st, parse_ts(self._ts), self.model, f"line:{line}")
         cached = min(cached, inp)
         self.b.set_usage(
-            self.st.open_req, input_tokens=inp - cached, cache_read=cached, output_tokens=num(u.get("output_tokens")),
+            self.st.open_req, input_tokens=inp - cached, cache_read=cached, output_tokens=out,
             has_usage=True, ttl_split_known=False, msg_id=("usage:" + key) if key else None,
         )
-        reasoning = num(u.get("reasoning_output_tokens"))
         if reasoning and self.req_reasoning:
             share, rest = divmod(reasoning, len(self.req_reasoning))
             for k, brow in enumerate(self.req_reasoning):
@@ -260,7 +300,7 @@ class _CodexReader:
             self.b.report.skip("malformed_record", self.b.path, line, f"message with role {role!r}")
 
     def _response_item(self, line: int, p: dict, ts: int | None) -> None:
-        ptype = p.get("type")
+        ptype = _type(p)
         self.items_since_task_start += 1
         if ptype in NON_CONTEXT_ITEMS:
             self.b.report.non_context[f"response_item:{ptype}"] += 1
@@ -301,7 +341,7 @@ class _CodexReader:
 
     def _replacement_item(self, line: int, item: dict, ts: int | None) -> None:
         """One item of a compaction's replacement history (the new context)."""
-        itype = item.get("type")
+        itype = _type(item)
         if itype == "message":
             self._user_side(line, item, ts, replay=True)
         elif itype in ("compaction", "compaction_summary"):
@@ -320,7 +360,7 @@ class _CodexReader:
     # --- lines ------------------------------------------------------------------------------
     def read(self) -> None:
         for line, rec in self.records:
-            rtype = rec.get("type")
+            rtype = _type(rec)
             p = rec.get("payload")
             self._ts = rec.get("timestamp")
             ts = parse_ts(self._ts)
@@ -347,7 +387,7 @@ class _CodexReader:
             self.b.report.non_context["state"] += 1
         elif rtype in _LEGACY_ITEM_TYPES or rtype in NON_CONTEXT_ITEMS:
             self._response_item(line, rec, ts)
-        elif line == self.records[0][0] and isinstance(rec.get("id"), str):
+        elif line == self.first_line and isinstance(rec.get("id"), str):
             self.session_id = rec["id"]
             self.b.report.non_context["session_meta"] += 1
         else:
@@ -385,15 +425,17 @@ class _CodexReader:
 
 
 def read_session(main: Path, keys: Keyring, dataset: str, file_key: str, report: ReadReport,
-                 subagent_files: list[Path] | None = None, data: bytes | None = None) -> SessionTrace | None:
+                 subagent_files: list[Path] | None = None, data: bytes | None = None,
+                 records: Records | None = None, limits: dict | None = None) -> SessionTrace | None:
     """Read one Codex rollout file into a SessionTrace.
 
     Raises FileError when the file is not a Codex rollout at all; bad lines are skipped and
     counted in ``report``. Codex has no separate sub-agent files (``subagent_files`` is ignored).
+    Two passes over the file (see `_prescan`), each holding one record at a time.
     """
     records = read_records(main, data, report, sniff,
-                           "not a Codex rollout (no session_meta/response_item/event_msg lines)")
+                           "not a Codex rollout (no session_meta/response_item/event_msg lines)", records)
     b = TraceBuilder(AGENT, keys, dataset, file_key, main, report)
     r = _CodexReader(b, records)
     r.read()
-    return b.finish(r.session_id or main.stem)
+    return b.finish(r.session_id or main.stem, identity=r.session_id)

@@ -27,9 +27,10 @@ from typing import Any
 
 from replay.ingest.blocktext import canonical_json
 from replay.ingest.builder import TraceBuilder
+from replay.ingest.checks import InvalidUsage, usage_count
 from replay.ingest.keys import Keyring
-from replay.ingest.readers.base import ReadReport, read_records
-from replay.ingest.readers.fields import num, opt_str, parse_ts, text_or_json
+from replay.ingest.readers.base import ReadReport, Records, read_records
+from replay.ingest.readers.fields import opt_str, parse_ts, text_or_json
 from replay.ingest.shell import shell_resource
 from replay.ingest.trace import SessionTrace, mcp_kind
 
@@ -108,7 +109,10 @@ class _CopilotReader:
             self.model = d["newModel"]
         handler = self._CONTEXT_EVENTS.get(t)
         if handler is not None:
-            handler(self, line, d, ts)
+            try:
+                handler(self, line, d, ts)
+            except InvalidUsage as e:
+                self.b.report.skip("invalid_usage", self.b.path, line, str(e))
         elif t.startswith(NON_CONTEXT_PREFIXES):
             self.b.report.non_context[t] += 1
         else:
@@ -152,6 +156,7 @@ class _CopilotReader:
 
     def _assistant(self, line: int, d: dict, ts: int | None) -> None:
         st = self.st
+        output_tokens = usage_count(d, "outputTokens")  # before anything is added: a bad count skips the event
         mid = opt_str(d, "messageId")
         if mid is not None:
             if mid in self.messages:
@@ -159,9 +164,9 @@ class _CopilotReader:
                 return
             self.messages.add(mid)
         model = d.get("model") if isinstance(d.get("model"), str) and d.get("model") else self.model
-        key = d.get("apiCallId") or d.get("requestId") or mid or f"{self.b.path.name}:{line}"
+        key = d.get("apiCallId") or d.get("requestId") or mid or f"line:{line}"
         row = self.b.open_request(st, ts, model, str(key))
-        self.b.set_usage(row, output_tokens=num(d.get("outputTokens")), has_usage=False)
+        self.b.set_usage(row, output_tokens=output_tokens, has_usage=False)
         rtext = d.get("reasoningText") if isinstance(d.get("reasoningText"), str) else ""
         ropaque = d.get("reasoningOpaque") if isinstance(d.get("reasoningOpaque"), str) else ""
         if rtext or ropaque:
@@ -186,15 +191,16 @@ class _CopilotReader:
 
 
 def read_session(main: Path, keys: Keyring, dataset: str, file_key: str, report: ReadReport,
-                 subagent_files: list[Path] | None = None, data: bytes | None = None) -> SessionTrace | None:
+                 subagent_files: list[Path] | None = None, data: bytes | None = None,
+                 records: Records | None = None, limits: dict | None = None) -> SessionTrace | None:
     """Read one Copilot CLI event log into a SessionTrace.
 
     Raises FileError when the file is not a Copilot CLI event log; bad lines are skipped and counted.
     """
     records = read_records(main, data, report, sniff,
-                           "not a Copilot CLI event log (no session./user./assistant. events)")
+                           "not a Copilot CLI event log (no session./user./assistant. events)", records)
     b = TraceBuilder(AGENT, keys, dataset, file_key, main, report)
     r = _CopilotReader(b)
     for line, rec in records:
         r.add(line, rec)
-    return b.finish(r.session_id or main.stem)
+    return b.finish(r.session_id or main.stem, identity=r.session_id)

@@ -23,7 +23,7 @@ from typing import Any
 from replay.ingest.blocktext import canonical_json
 from replay.ingest.builder import Stream, TraceBuilder
 from replay.ingest.keys import Keyring
-from replay.ingest.readers.base import ReadReport, read_records
+from replay.ingest.readers.base import ReadReport, Records, read_records
 from replay.ingest.readers.fields import line_range, opt_str, parse_ts, text_or_json
 from replay.ingest.shell import shell_resource
 from replay.ingest.trace import SessionTrace, mcp_kind
@@ -107,7 +107,7 @@ class _GeminiReader:
         st = self.st
         assert st is not None
         if st.open_req is None:
-            self.b.open_request(st, ts, self.model, f"{self.b.path.name}:{line}")
+            self.b.open_request(st, ts, self.model, f"line:{line}")
         return st
 
     def _input(self) -> None:
@@ -119,6 +119,7 @@ class _GeminiReader:
     def add(self, line: int, rec: dict, before_init: bool = False) -> None:
         """Add one event; ``before_init`` marks an event directly followed by an ``init``."""
         t = rec.get("type")
+        t = t if isinstance(t, str) else None
         ts = parse_ts(rec.get("timestamp"))
         if t not in EVENT_TYPES:
             self.b.report.skip("unknown_type", self.b.path, line, f"event type {t!r}")
@@ -188,17 +189,22 @@ class _GeminiReader:
 
 
 def read_session(main: Path, keys: Keyring, dataset: str, file_key: str, report: ReadReport,
-                 subagent_files: list[Path] | None = None, data: bytes | None = None) -> SessionTrace | None:
+                 subagent_files: list[Path] | None = None, data: bytes | None = None,
+                 records: Records | None = None, limits: dict | None = None) -> SessionTrace | None:
     """Read one Gemini CLI stream-json transcript into a SessionTrace (one stream per ``init``).
 
     Raises FileError when the file is not such a transcript; bad lines are skipped and counted.
     """
     records = read_records(main, data, report, sniff,
-                           "not a Gemini CLI stream-json transcript (no init/tool_use events)")
+                           "not a Gemini CLI stream-json transcript (no init/tool_use events)", records)
     b = TraceBuilder(AGENT, keys, dataset, file_key, main, report)
     r = _GeminiReader(b)
-    for k, (line, rec) in enumerate(records):
-        nxt = records[k + 1][1].get("type") if k + 1 < len(records) else None
-        r.add(line, rec, before_init=nxt == "init" and rec.get("type") == "message")
+    prev = None  # one event of lookahead: a message directly followed by an init is a wrapper's echo
+    for line, rec in records:
+        if prev is not None:
+            r.add(prev[0], prev[1], before_init=rec.get("type") == "init" and prev[1].get("type") == "message")
+        prev = (line, rec)
+    if prev is not None:
+        r.add(prev[0], prev[1])
     r.flush_text()
-    return b.finish(r.session_id or main.stem)
+    return b.finish(r.session_id or main.stem, identity=r.session_id)

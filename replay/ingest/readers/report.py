@@ -1,0 +1,70 @@
+"""What a reader reports about one file: skipped and repaired lines, non-context lines, values pseudonymized."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Skip reasons a reader may report. Lines that are simply not model context (progress,
+# snapshots, UI-only system lines) are counted separately as "non-context", not as skips.
+SKIP_REASONS = (
+    "invalid_json",
+    "truncated_last_line",
+    "not_an_object",
+    "unknown_type",
+    "duplicate_record",
+    "malformed_record",
+    "missing_usage",
+    "invalid_usage",
+)
+# Lines kept after a repair (counted, never silently).
+REPAIR_REASONS = ("invalid_utf8",)
+MAX_DETAIL = 120
+
+
+@dataclass
+class ReadReport:
+    """Counts and the first few messages for one file; merged into the ingest summary.
+
+    ``pseudonymized`` counts, per field, the distinct values that did not match the field's
+    grammar and were replaced by a keyed pseudonym (see `replay.ingest.checks`).
+    """
+
+    skipped: Counter = field(default_factory=Counter)
+    non_context: Counter = field(default_factory=Counter)
+    repaired: Counter = field(default_factory=Counter)
+    pseudonymized: Counter = field(default_factory=Counter)
+    messages: list[str] = field(default_factory=list)
+    max_messages: int = 20
+
+    def _message(self, path: Path | str, line: int | None, text: str, detail: str) -> None:
+        if len(self.messages) < self.max_messages:
+            where = f"{path}:{line}" if line is not None else str(path)
+            detail = detail if len(detail) <= MAX_DETAIL else detail[:MAX_DETAIL] + "..."
+            self.messages.append(f"{where}: {text}{': ' + detail if detail else ''}")
+
+    def skip(self, reason: str, path: Path | str, line: int | None, detail: str = "") -> None:
+        self.skipped[reason] += 1
+        self._message(path, line, reason.replace("_", " "), detail)
+
+    def repair(self, reason: str, path: Path | str, line: int | None, detail: str = "") -> None:
+        self.repaired[reason] += 1
+        self._message(path, line, reason.replace("_", " "), detail)
+
+    def pseudonymize(self, field_name: str, path: Path | str, pseudonym: str) -> None:
+        self.pseudonymized[field_name] += 1
+        self._message(path, None, f"{field_name} does not match its grammar", f"stored as {pseudonym}")
+
+    def merge(self, other: "ReadReport") -> None:
+        self.skipped.update(other.skipped)
+        self.non_context.update(other.non_context)
+        self.repaired.update(other.repaired)
+        self.pseudonymized.update(other.pseudonymized)
+        room = self.max_messages - len(self.messages)
+        if room > 0:
+            self.messages.extend(other.messages[:room])
+
+
+class FileError(Exception):
+    """A whole file cannot be read (empty, binary, not a log). Other files go on."""

@@ -1,0 +1,380 @@
+"""A log file as a stream of records: JSONL, a JSON array of records, or one JSON document.
+
+Memory stays bounded by the largest record, not the file: lines are read and parsed one at
+a time. The format is sniffed from the content, never from the file name:
+
+* **JSONL** (one record per line) unless the first non-empty line is only ``[`` or ``{``.
+  A first line that parses alone as something else (``[1,2,3]``) is skipped with a reason,
+  not taken for a whole-file array; a file whose only line is a JSON array (a compact dump)
+  is an array;
+* **a JSON array** (Claude Code Stop-hook dumps): its elements are the records;
+* **a JSON object** (Gemini CLI chat files): the elements of its ``messages`` array are the
+  records, its other top-level fields are in :attr:`Records.meta`.
+
+Pretty-printed documents are streamed element by element (a string can hold no raw newline,
+so brackets outside strings tell where an element ends); a compact document on one line is
+parsed whole. A line with invalid UTF-8 or a lone surrogate escape is repaired (the bad
+bytes become U+FFFD) and counted in ``report.repaired``, so one bad byte never costs a
+record. Bad lines are skipped and counted; a last line without its newline that fails to
+parse is reported as truncated (a session still being written).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from replay.ingest.readers.jsonbytes import Buffer, DocumentError, close_at, depth_of, repair
+from replay.ingest.readers.report import FileError, ReadReport
+
+Record = tuple[int, dict[str, Any]]
+DOCUMENT_ARRAYS = ("messages",)  # top-level arrays of a JSON object document that hold its records
+_OPEN = (b"[", b"{", b"[{", b"[ {")
+
+
+def open_regular(path: Path) -> IO[bytes]:
+    """A binary file object of a regular file; anything else is refused (OSError), never waited on."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "not a regular file"
+            raise OSError(0, f"{kind}, not read", str(path))
+        return os.fdopen(fd, "rb", buffering=1 << 20)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+class Records:
+    """The records of one log file, read as a stream; iterate (again and again) for (line, record) pairs.
+
+    ``data`` reads from memory instead of ``path``; ``limit`` reads only the first ``limit``
+    bytes (what was hashed, when the file is still growing). Iterating reports skipped and
+    repaired lines into ``report``; :meth:`iter` with ``quiet=True`` (a first pass) does not.
+    For arrays and documents the "line" of a record is its index (1-based), as for JSONL.
+    """
+
+    def __init__(self, path: Path, report: ReadReport, data: bytes | None = None, limit: int | None = None):
+        self.path = path
+        self.report = report
+        self.data = data
+        self.limit = limit
+        self.meta: dict[str, Any] = {}
+        self.kind = self._sniff_kind()
+
+    # --- opening ----------------------------------------------------------------------------
+    def _open(self) -> IO[bytes]:
+        return io.BytesIO(self.data) if self.data is not None else open_regular(self.path)
+
+    def _lines(self) -> Iterator[tuple[int, bytes]]:
+        limit = self.limit
+        with self._open() as fh:
+            pos = 0
+            for i, raw in enumerate(fh, 1):
+                if limit is not None:
+                    if pos >= limit:
+                        return
+                    if pos + len(raw) > limit:
+                        raw = raw[: limit - pos]
+                pos += len(raw)
+                yield i, raw
+
+    def _sniff_kind(self) -> str:
+        with self._open() as fh:
+            head = fh.read(8192)
+            if b"\x00" in head:
+                raise FileError("binary file (NUL bytes), not a JSON log")
+            while head and not head.strip():
+                head = fh.read(1 << 20)
+        if not head.strip():
+            raise FileError("empty file")
+        first = head.lstrip().split(b"\n", 1)[0].strip()  # the first non-empty line, or its beginning
+        if first in _OPEN:
+            self.kind = "array" if first[:1] == b"[" else "document"
+            return self.kind if self._document_opens() else "jsonl"
+        if first[:1] != b"[":
+            return "jsonl"
+        first = None  # a line that starts like an array: read it whole
+        for _, raw in self._lines():
+            if raw.strip():
+                if first is not None:
+                    return "jsonl"  # a second non-empty line: the first one was a line of its own
+                first = raw.strip()
+                try:
+                    if not isinstance(orjson.loads(first), list):
+                        return "jsonl"
+                except orjson.JSONDecodeError:
+                    return "jsonl"
+        return "array"  # a file whose only line is a JSON array (a compact dump)
+
+    # --- iteration --------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Record]:
+        return self.iter()
+
+    def iter(self, quiet: bool = False) -> Iterator[Record]:
+        report = None if quiet else self.report
+        if self.kind == "jsonl":
+            return self._jsonl(report)
+        return self._document(report)
+
+    def head(self, n: int = 50) -> list[Record]:
+        """The first ``n`` records (for sniffing the format), nothing reported."""
+        out = []
+        for item in self.iter(quiet=True):
+            out.append(item)
+            if len(out) >= n:
+                break
+        return out
+
+    def _skip(self, report: ReadReport | None, reason: str, line: int | None, detail: str) -> None:
+        if report is not None:
+            report.skip(reason, self.path, line, detail)
+
+    def _load(self, raw: bytes, report: ReadReport | None, line: int) -> Any:
+        """Parse one line or element (repairing bad UTF-8); JSONDecodeError when it is not JSON."""
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            value = repair(raw, e)
+            if value is None:
+                raise
+            if report is not None:
+                report.repair("invalid_utf8", self.path, line, "invalid UTF-8 or a lone surrogate replaced by U+FFFD")
+            return value
+
+    def _jsonl(self, report: ReadReport | None) -> Iterator[Record]:
+        """The records of a JSONL file, read in blocks: a line is parsed, then freed, before its record is yielded.
+
+        A line longer than a block grows in one bytearray (no second copy), so a 50 MB line
+        costs about its size plus its parsed value.
+        """
+        with self._open() as fh:
+            left = self.limit
+            carry = bytearray()
+            i = 0
+            while True:
+                n = Buffer.BLOCK if left is None else min(Buffer.BLOCK, left)
+                block = fh.read(n) if n > 0 else b""
+                if left is not None:
+                    left -= len(block)
+                if not block:
+                    break
+                lines = block.split(b"\n")
+                del block
+                if len(lines) == 1:  # inside a long line
+                    carry += lines.pop()
+                    continue
+                if carry:
+                    carry += lines[0]
+                    lines[0] = carry
+                    carry = bytearray()
+                tail = lines.pop()
+                for k in range(len(lines)):
+                    raw, lines[k] = lines[k], b""
+                    i += 1
+                    rec = self._line(raw, report, i, True)
+                    del raw
+                    if rec is not None:
+                        yield i, rec
+                        del rec
+                carry += tail
+                del lines, tail
+            if carry:
+                i += 1
+                rec = self._line(carry, report, i, False)
+                del carry
+                if rec is not None:
+                    yield i, rec
+
+    def _line(self, raw: bytes | bytearray, report: ReadReport | None, i: int, newline: bool) -> dict | None:
+        """The record on one JSONL line, or None (blank, or skipped with its reason)."""
+        if not raw or raw.isspace():  # not strip(): no copy of a long line
+            return None
+        try:
+            rec = self._load(raw, report, i)
+        except orjson.JSONDecodeError as e:
+            if not newline:
+                self._skip(report, "truncated_last_line", i, "incomplete record at end of file")
+            else:
+                self._skip(report, "invalid_json", i, str(e)[:80])
+            return None
+        if not isinstance(rec, dict):
+            self._skip(report, "not_an_object", i, f"line holds a JSON {type(rec).__name__}")
+            return None
+        return rec
+
+    # --- documents ----------------------------------------------------------------------------
+    def _document(self, report: ReadReport | None) -> Iterator[Record]:
+        count = [0]
+        with self._open() as fh:
+            buf = Buffer(fh, self.limit)
+            try:
+                if not buf.skip_root():
+                    return
+                if self.kind == "array":
+                    if (yield from self._array_body(buf, report, count)):
+                        buf.expect_end()
+                else:
+                    yield from self._object_body(buf, report, count)
+            except DocumentError as e:
+                self._skip(report, "invalid_json", e.line, str(e)[:80])
+
+    def _document_opens(self) -> bool:
+        """Whether the file really is a JSON document: its first record or field parses."""
+        try:
+            for _ in self._document(None):
+                return True
+        except DocumentError:
+            return False
+        return bool(self.meta)
+
+    def _items(self, body: bytes, line: int, report: ReadReport | None, count: list[int],
+               balanced_only: bool = False) -> Iterator[Record]:
+        """The elements of ``body`` (one or more array elements with their commas).
+
+        Returns False (yielding nothing) when ``balanced_only`` and ``body`` neither parses
+        nor closes every bracket it opens (the element goes on), else True.
+        """
+        body = body.strip().strip(b",").strip()
+        if not body:
+            return True
+        try:
+            items = self._load(b"[" + body + b"]", report, line)
+        except orjson.JSONDecodeError as e:
+            if balanced_only and depth_of(body) != 0:
+                return False
+            count[0] += 1
+            self._skip(report, "invalid_json", count[0], f"element at line {line}: {str(e)[:60]}")
+            return True
+        yield from self._elements(items, report, count)
+        return True
+
+    def _elements(self, items: list, report: ReadReport | None, count: list[int]) -> Iterator[Record]:
+        for item in items:
+            count[0] += 1
+            if isinstance(item, dict):
+                yield count[0], item
+            else:
+                self._skip(report, "not_an_object", count[0], f"element {count[0]} is {type(item).__name__}")
+
+    def _array_body(self, buf: Buffer, report: ReadReport | None, count: list[int]):
+        """Yield the elements of an array whose opening bracket was read, up to its closing one.
+
+        A pretty-printed element (an opening ``{`` alone on its line) is read up to the next
+        line holding only its closing ``}`` at the same indentation (a search in the bytes,
+        checked by parsing); anything else line by line, counting brackets. Returns True
+        when the array closed (the rest of that line stays in ``buf``), False at the end of
+        the file (a document still being written: a partial last element is reported).
+        """
+        depth, acc, start = 0, [], 0
+        while True:
+            start_line = buf.line
+            raw = buf.readline()
+            if raw is None:
+                break
+            if depth == 0 and not acc:
+                s = raw.strip()
+                if not s or s == b",":
+                    continue
+                start = start_line
+                if s == b"{":
+                    closer = b"\n" + raw[: len(raw) - len(raw.lstrip())] + b"}"
+                    parts = [raw[:-1]]  # the closer's search starts at this line's newline
+                    while True:
+                        more, found = buf.until(closer, keep_from=-1)
+                        parts.append(more)
+                        body = b"".join(parts)
+                        if not found:
+                            self._skip(report, "truncated_last_line", count[0] + 1,
+                                       "the JSON document ends inside a record")
+                            return False
+                        if (yield from self._items(body, start, report, count, balanced_only=True)):
+                            break
+                    continue
+            d = depth_of(raw)
+            if depth + d < 0:
+                pos = close_at(raw, depth)
+                if pos < 0 or raw[pos:pos + 1] != b"]":
+                    raise DocumentError(start_line, "brackets do not match")
+                acc.append(raw[:pos])
+                yield from self._items(b"".join(acc), start, report, count)
+                buf.push(raw[pos + 1:])
+                return True
+            acc.append(raw)
+            depth += d
+            if depth == 0:
+                yield from self._items(b"".join(acc), start, report, count)
+                acc = []
+        if acc:
+            self._skip(report, "truncated_last_line", count[0] + 1, "the JSON document ends inside a record")
+        return False
+
+    def _object_body(self, buf: Buffer, report: ReadReport | None, count: list[int]) -> Iterator[Record]:
+        """The fields of an object document (into ``meta``) and the records of its ``messages``."""
+        depth, acc, start = 0, [], 0
+        while True:
+            start_line = buf.line
+            raw = buf.readline()
+            if raw is None:
+                break
+            if depth == 0 and not acc:
+                s = raw.strip()
+                if not s or s == b",":
+                    continue
+                start = start_line
+                if self._array_field(s):
+                    if not (yield from self._array_body(buf, report, count)):
+                        return
+                    continue
+            d = depth_of(raw)
+            if depth + d < 0:
+                pos = close_at(raw, depth)
+                if pos < 0 or raw[pos:pos + 1] != b"}":
+                    raise DocumentError(start_line, "brackets do not match")
+                acc.append(raw[:pos])
+                yield from self._fields(b"".join(acc), start, report, count)
+                buf.push(raw[pos + 1:])
+                buf.expect_end()
+                return
+            acc.append(raw)
+            depth += d
+            if depth == 0:
+                yield from self._fields(b"".join(acc), start, report, count)
+                acc = []
+        if acc:
+            self._skip(report, "truncated_last_line", count[0] + 1, "the JSON document ends inside a field")
+
+    @staticmethod
+    def _array_field(s: bytes) -> bool:
+        """Whether a line is ``"messages": [`` (it opens a streamed array of records)."""
+        if not s.endswith(b"[") or not s.startswith(b'"'):
+            return False
+        head = s[:-1].rstrip()
+        if not head.endswith(b":"):
+            return False
+        try:
+            return orjson.loads(head[:-1]) in DOCUMENT_ARRAYS
+        except orjson.JSONDecodeError:
+            return False
+
+    def _fields(self, body: bytes, line: int, report: ReadReport | None, count: list[int]) -> Iterator[Record]:
+        """Top-level fields of an object document into ``meta``; a compact ``messages`` array yields its records."""
+        body = body.strip().strip(b",").strip()
+        if not body:
+            return
+        try:
+            fields = self._load(b"{" + body + b"}", report, line)
+        except orjson.JSONDecodeError as e:
+            raise DocumentError(line, f"top-level field does not parse: {str(e)[:60]}") from None
+        for k, v in fields.items():
+            if k in DOCUMENT_ARRAYS and isinstance(v, list):
+                yield from self._elements(v, report, count)
+            else:
+                self.meta[k] = v
