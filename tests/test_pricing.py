@@ -79,12 +79,10 @@ def sample_db(tmp_path_factory):
 
 
 def _with_speed(src: Path, dst: Path, session_key: str | None) -> Path:
-    """A copy of the database whose requests carry a `speed` column ('fast' for every
-    claude-opus-4-6 request of ``session_key``): what the Claude Code reader stores from the
-    usage's "speed"."""
+    """A copy of the database whose requests say `speed` 'fast' for every claude-opus-4-6
+    request of ``session_key`` (what the Claude Code reader stores from the usage's "speed")."""
     shutil.copy(src, dst)
     con = duckdb.connect(str(dst))
-    con.execute("ALTER TABLE requests ADD COLUMN speed VARCHAR")
     con.execute("UPDATE requests SET speed = 'standard' WHERE has_usage")
     if session_key is not None:
         con.execute("UPDATE requests SET speed = 'fast' WHERE session_key = ? AND model = 'claude-opus-4-6'",

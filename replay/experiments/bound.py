@@ -26,7 +26,8 @@ Lossless retroactive bound (``bound_retro``)
       tool (tool kind ``mutate``: Edit/Write/MultiEdit/NotebookEdit) on that resource between
       i and j (a shell command that changes the file is invisible in the trace).
     i becomes removable at the first request after j. Removing it loses nothing: its bytes are
-    still in context (j, or a later copy of j).
+    still in context (j, or a later copy of j). The candidates are computed by
+    `replay.policies.lossless.removals`, shared with the ``cache_aware_trim`` policy.
 
     Class of schedules optimized over: *flush schedules*. A schedule is a set F of request
     indices of each stream; before every request in F, every removal that has become
@@ -59,13 +60,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from replay.engine import ReplayOptions, SessionResult, replay_session
-from replay.model.arrays import K_TOOL_RESULT, TOOL_KIND_CODE, Dataset, Session, Stream, Vocab
+from replay.model.arrays import K_TOOL_RESULT, Dataset, Session, Stream, Vocab
 from replay.policies.base import Context, Policy
-from replay.policies.common import count_hint, covers
+from replay.policies.common import count_hint
+from replay.policies.lossless import removals, removals_memo  # noqa: F401  (removals: re-exported)
 
 HINT_O200K = 8.0  # devboy's terse hint ("> [ref: tc_42]"), the smallest hint of the sources
-_READ = TOOL_KIND_CODE["read"]
-_MUTATE = TOOL_KIND_CODE["mutate"]
 SOURCE = "offline-optimal bound (issue 13 item 2; docs/bound.md)"
 RETRO_CLASS = ("flush schedules: all pending removals applied at once before each request of a set F; "
                "per-stream DP over the requests with a pending removal, each candidate schedule priced by the engine")
@@ -111,52 +111,7 @@ class InsertBound(Policy):
 
 
 # --- retroactive bound -------------------------------------------------------------------
-def removals(st: Stream) -> list[list[int]]:
-    """Per request k, the tool-result blocks that become losslessly removable at k (the first
-    request after the later copy or superseding read that makes them redundant)."""
-    n = st.n_blocks
-    ready = [-1] * n  # block -> the position of the earliest block that makes it redundant
-    last_hash: dict[tuple[int, int], int] = {}
-    reads: dict[tuple[int, int], list[int]] = {}  # (partition, resource) -> read results not yet superseded
-    bkind, chash, part, tk, res = st.bkind, st.chash, st.partition, st.tool_kind, st.resource
-    for j in range(n):
-        p = part[j]
-        h = chash[j]
-        if h >= 0:
-            key = (p, h)
-            i = last_hash.get(key)
-            if i is not None and ready[i] < 0:
-                ready[i] = j
-            if bkind[j] == K_TOOL_RESULT:
-                last_hash[key] = j
-        r = res[j]
-        if r < 0:
-            continue
-        if tk[j] == _MUTATE:
-            reads.pop((p, r), None)  # content may change: no later read supersedes these
-            continue
-        if bkind[j] == K_TOOL_RESULT and tk[j] == _READ and not st.is_error[j]:
-            vis = reads.setdefault((p, r), [])
-            ls, le = st.line_start[j], st.line_end[j]
-            keep = []
-            for i in vis:
-                if covers(ls, le, st.line_start[i], st.line_end[i]):
-                    if ready[i] < 0 or ready[i] > j:
-                        ready[i] = j
-                else:
-                    keep.append(i)
-            keep.append(j)
-            reads[(p, r)] = keep
-    out: list[list[int]] = [[] for _ in range(st.n_requests)]
-    r_pos, r_part = st.r_pos, st.r_partition
-    order = sorted((j, i) for i, j in enumerate(ready) if j >= 0 and bkind[i] == K_TOOL_RESULT)
-    k = 0
-    for j, i in order:
-        while k < st.n_requests and (r_pos[k] <= j or r_part[k] < part[i]):
-            k += 1
-        if k < st.n_requests and r_part[k] == part[i]:
-            out[k].append(i)
-    return out
+# The candidates (`removals`) live in replay/policies/lossless.py, shared with cache_aware_trim.
 
 
 class RetroBound(Policy):
@@ -180,11 +135,8 @@ class RetroBound(Policy):
 
     def start_stream(self, ctx: Context) -> None:
         st = ctx.stream
-        memo = st.__dict__.setdefault("_bound_removals", None)
-        if memo is None:
-            memo = st.__dict__["_bound_removals"] = removals(st)
         s = ctx.state
-        s["avail"] = memo
+        s["avail"] = removals_memo(st)
         s["pending"] = []
         s["flush"] = self.flushes.get((st.session_key, st.stream_id), frozenset())
 

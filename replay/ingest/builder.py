@@ -254,7 +254,7 @@ class TraceBuilder:
             "session_key": None, "stream_id": st.sid, "req_idx": st.n_req, "position": st.n_blocks,
             "partition": st.partition, "user_turn": st.user_turn, "ts": ts, "model": model or "",
             "msg_key": self.keys.short("message", msg_id, 16), **dict.fromkeys(USAGE_COLUMNS, 0),
-            "has_usage": False, "ttl_split_known": False, "resumed_copy": resumed,
+            "has_usage": False, "ttl_split_known": False, "resumed_copy": resumed, "speed": None,
         })
         st.n_req += 1
         st.open_req = row
@@ -265,7 +265,7 @@ class TraceBuilder:
     def set_usage(
         self, row: int, *, input_tokens: int = 0, cache_read: int = 0, cache_write_5m: int = 0,
         cache_write_1h: int = 0, output_tokens: int = 0, has_usage: bool = True, ttl_split_known: bool = False,
-        msg_id: str | None = None,
+        msg_id: str | None = None, speed: str | None = None,
     ) -> None:
         for v in (input_tokens, cache_read, cache_write_5m, cache_write_1h, output_tokens):
             if checks.valid_count(v) is None or not isinstance(v, int):
@@ -278,6 +278,8 @@ class TraceBuilder:
         r["output_tokens"][row] = output_tokens
         r["has_usage"][row] = has_usage
         r["ttl_split_known"][row] = ttl_split_known
+        # the usage's service tier ("fast" is priced at fast-mode rates); a known word or nothing
+        r["speed"][row] = speed if speed in ("fast", "standard") else None
         if msg_id is not None:
             r["msg_key"][row] = self.keys.short("message", msg_id, 16)
 

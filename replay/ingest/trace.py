@@ -68,7 +68,7 @@ STREAM_COLUMNS = ("session_key", "stream_id", "kind", "agent_id", "n_requests", 
 REQUEST_COLUMNS = (
     "session_key", "stream_id", "req_idx", "position", "partition", "user_turn", "ts",
     "model", "msg_key", "input_tokens", "cache_write_5m", "cache_write_1h", "cache_read",
-    "output_tokens", "has_usage", "ttl_split_known", "resumed_copy",
+    "output_tokens", "has_usage", "ttl_split_known", "resumed_copy", "speed",
 )
 BLOCK_COLUMNS = (
     "session_key", "stream_id", "pos", "partition", "user_turn", "req_idx", "ts", "role",

@@ -6,6 +6,7 @@ from typing import Any
 
 from replay.policies.base import Context, ParamError, Policy, did_you_mean
 from replay.policies.anthropic_clear_tool_uses import AnthropicClearToolUses
+from replay.policies.cache_aware_trim import CacheAwareTrim
 from replay.policies.claude_code_microcompact import ClaudeCodeMicrocompact
 from replay.policies.cupel_dedup import CupelDedup
 from replay.policies.devboy_lru import DevboyLru
@@ -21,6 +22,7 @@ REGISTRY: dict[str, type[Policy]] = {
     for cls in (Noop, DevboyLru, JpResourceDedup, CupelDedup, JpCompaction, Supersede, AnthropicClearToolUses,
                 ClaudeCodeMicrocompact, ReadRangeDedup, Pipeline)
 }
+REGISTRY[CacheAwareTrim.name] = CacheAwareTrim  # this project's own policy (issue 14)
 
 
 def get(name: str) -> type[Policy]:

@@ -30,6 +30,10 @@ Resolved details (each a parameter whose default is the seed's behaviour):
   clamps 0 to 1).
 * one cache per stream: a subagent's context is its own, a hint into another stream's context
   could not be followed.
+* ``eviction="fifo"`` is devboy's published simulator (``scripts/simulate_paper2_pipeline.py``):
+  a hit does not refresh its entry, the oldest insert is evicted. With ``verbosity="verbose"``
+  (15-token hints) it is the simulator's setting (``ctxreplay claims``); the Rust module's LRU
+  and 11-token hints stay the default.
 
 Risk figures: ``hints``, ``hint_distance`` (user turns between hint and original),
 ``dangling_refs`` (the original lies in an earlier compaction partition: only possible with
@@ -63,6 +67,7 @@ READ_KINDS = ("read", "search", "list")
 MUTATE_KINDS = ("mutate",)
 
 CACHEABLE = ("all", "reads")
+EVICTION = ("lru", "fifo")
 CLASSIFY = ("name", "kind")
 
 
@@ -109,6 +114,9 @@ class DevboyLru(Policy):
         # How read/mutate tools are recognised: "name" (the seed's Claude Code tool names) or
         # "kind" (the trace's tool kind: read/search/list read, mutate mutates; other agents).
         classify: str = "name"
+        # Eviction order: "lru" (the Rust module: a hit moves its entry to most recent) or "fifo"
+        # (devboy's published simulator: a hit leaves it in place; the oldest insert goes first).
+        eviction: str = "lru"
 
         def __post_init__(self):
             if self.capacity is not None and (not isinstance(self.capacity, int) or self.capacity < 0):
@@ -121,6 +129,8 @@ class DevboyLru(Policy):
                 raise ValueError(f"cacheable must be one of {', '.join(CACHEABLE)}, got {self.cacheable!r}")
             if self.classify not in CLASSIFY:
                 raise ValueError(f"classify must be one of {', '.join(CLASSIFY)}, got {self.classify!r}")
+            if self.eviction not in EVICTION:
+                raise ValueError(f"eviction must be one of {', '.join(EVICTION)}, got {self.eviction!r}")
 
     @property
     def hint_tokens(self) -> int:
@@ -170,7 +180,8 @@ class DevboyLru(Policy):
         entries = s.entries
         e = entries.get(h)
         if e is not None:
-            entries.move_to_end(h)
+            if p.eviction == "lru":
+                entries.move_to_end(h)
             orig = e[0]
             count_hint(ctx, i, orig, e[1] and s.last_mut.get(e[2], -1) > orig)
             return ctx.units(HINT_TOKENS[p.verbosity])

@@ -29,168 +29,12 @@ from replay.ingest.trace import (
     SessionTrace,
 )
 from replay.store.integrity import check, damaged_message, describe_db_error
+from replay.store.migrations import MIGRATIONS
 
 
 class StoreError(Exception):
     """A database problem the user can act on (locked, not a ctxreplay file, too new)."""
 
-
-MIGRATIONS: list[tuple[int, str, str]] = [
-    (
-        1,
-        "dataset tables",
-        """
-        CREATE TABLE datasets (
-            name VARCHAR PRIMARY KEY,
-            created_at TIMESTAMP NOT NULL,
-            key_fingerprint VARCHAR NOT NULL,
-            token_counter VARCHAR NOT NULL,
-            description VARCHAR
-        );
-        CREATE TABLE source_files (
-            dataset VARCHAR NOT NULL,
-            file_key VARCHAR NOT NULL,
-            version INTEGER NOT NULL,
-            content_hash VARCHAR NOT NULL,
-            size_bytes BIGINT NOT NULL,
-            n_subagent_files INTEGER NOT NULL,
-            reader VARCHAR NOT NULL,
-            status VARCHAR NOT NULL,
-            ingested_at TIMESTAMP NOT NULL,
-            skipped JSON,
-            PRIMARY KEY (dataset, file_key, version)
-        );
-        CREATE TABLE sessions (
-            session_key VARCHAR PRIMARY KEY,
-            dataset VARCHAR NOT NULL,
-            file_key VARCHAR NOT NULL,
-            agent VARCHAR NOT NULL,
-            session_id VARCHAR,
-            agent_version VARCHAR,
-            started_at BIGINT,
-            ended_at BIGINT,
-            n_streams INTEGER,
-            n_requests INTEGER,
-            n_blocks INTEGER,
-            n_compactions INTEGER,
-            models VARCHAR,
-            resumed_records INTEGER
-        );
-        CREATE TABLE streams (
-            session_key VARCHAR NOT NULL,
-            stream_id INTEGER NOT NULL,
-            kind VARCHAR NOT NULL,
-            agent_id VARCHAR,
-            n_requests INTEGER,
-            n_blocks INTEGER
-        );
-        CREATE TABLE requests (
-            session_key VARCHAR NOT NULL,
-            stream_id INTEGER NOT NULL,
-            req_idx INTEGER NOT NULL,
-            position INTEGER NOT NULL,
-            partition INTEGER NOT NULL,
-            user_turn INTEGER NOT NULL,
-            ts BIGINT,
-            model VARCHAR,
-            msg_key VARCHAR,
-            input_tokens BIGINT,
-            cache_write_5m BIGINT,
-            cache_write_1h BIGINT,
-            cache_read BIGINT,
-            output_tokens BIGINT,
-            has_usage BOOLEAN,
-            ttl_split_known BOOLEAN,
-            resumed_copy BOOLEAN
-        );
-        CREATE TABLE blocks (
-            session_key VARCHAR NOT NULL,
-            stream_id INTEGER NOT NULL,
-            pos INTEGER NOT NULL,
-            partition INTEGER NOT NULL,
-            user_turn INTEGER NOT NULL,
-            req_idx INTEGER,
-            ts BIGINT,
-            role VARCHAR NOT NULL,
-            kind VARCHAR NOT NULL,
-            tool_name VARCHAR,
-            tool_kind VARCHAR,
-            tool_use_key VARCHAR,
-            content_hash VARCHAR NOT NULL,
-            bytes BIGINT NOT NULL,
-            tokens INTEGER NOT NULL,
-            resource VARCHAR,
-            line_start INTEGER,
-            line_end INTEGER,
-            args_hash VARCHAR,
-            is_error BOOLEAN
-        );
-        CREATE TABLE compactions (
-            session_key VARCHAR NOT NULL,
-            stream_id INTEGER NOT NULL,
-            pos INTEGER NOT NULL,
-            partition INTEGER NOT NULL,
-            ts BIGINT,
-            trigger VARCHAR,
-            pre_tokens BIGINT
-        );
-        """,
-    ),
-    (
-        2,
-        "run tables",
-        """
-        CREATE TABLE runs (
-            run_id VARCHAR PRIMARY KEY,
-            sweep_id VARCHAR,
-            policy VARCHAR NOT NULL,
-            params JSON NOT NULL,
-            cache_config JSON NOT NULL,
-            prices JSON NOT NULL,
-            dataset VARCHAR NOT NULL,
-            git_sha VARCHAR,
-            ctxreplay_version VARCHAR,
-            started_at TIMESTAMP NOT NULL,
-            finished_at TIMESTAMP,
-            status VARCHAR NOT NULL,
-            pid INTEGER,
-            n_sessions INTEGER,
-            error VARCHAR
-        );
-        CREATE TABLE run_sessions (
-            run_id VARCHAR NOT NULL,
-            session_key VARCHAR NOT NULL,
-            requests DOUBLE, input_total DOUBLE, uncached DOUBLE, cache_read DOUBLE,
-            cache_write_5m DOUBLE, cache_write_1h DOUBLE, output DOUBLE, cost DOUBLE,
-            busts DOUBLE, bust_tokens DOUBLE, tokens_delivered DOUBLE, context_tokens DOUBLE,
-            hints DOUBLE, dangling_refs DOUBLE, hint_distance DOUBLE, trimmed_reread DOUBLE,
-            stale_refs DOUBLE, blocks_changed DOUBLE, tokens_saved DOUBLE
-        );
-        CREATE TABLE run_requests (
-            run_id VARCHAR NOT NULL,
-            session_key VARCHAR NOT NULL,
-            stream_id INTEGER NOT NULL,
-            req_idx INTEGER NOT NULL,
-            input_total DOUBLE, uncached DOUBLE, cache_read DOUBLE, cache_write_5m DOUBLE,
-            cache_write_1h DOUBLE, output DOUBLE, cost DOUBLE, bust_tokens DOUBLE
-        );
-        """,
-    ),
-    (
-        3,
-        "per-step and policy-specific figures",
-        """
-        ALTER TABLE run_sessions ADD COLUMN extra JSON;
-        """,
-    ),
-    (
-        4,
-        "copies of one session stored once",
-        """
-        ALTER TABLE source_files ADD COLUMN duplicate_of VARCHAR;
-        """,
-    ),
-]
 
 _I, _B, _S, _T = "INTEGER", "BIGINT", "VARCHAR", "BOOLEAN"
 _TYPES = {  # the DuckDB type of every trace column, as in MIGRATIONS
@@ -201,7 +45,7 @@ _TYPES = {  # the DuckDB type of every trace column, as in MIGRATIONS
     "cache_write_1h": _B, "cache_read": _B, "output_tokens": _B, "has_usage": _T, "ttl_split_known": _T,
     "resumed_copy": _T, "pos": _I, "role": _S, "tool_name": _S, "tool_kind": _S, "tool_use_key": _S,
     "content_hash": _S, "bytes": _B, "tokens": _I, "resource": _S, "line_start": _I, "line_end": _I, "args_hash": _S,
-    "is_error": _T, "trigger": _S, "pre_tokens": _B,
+    "is_error": _T, "trigger": _S, "pre_tokens": _B, "speed": _S,
 }
 _BOUNDS = {_I: 2**31, _B: 2**63}
 INSERT_ROWS = 8192  # rows sent to DuckDB at once (as one JSON text of columns)

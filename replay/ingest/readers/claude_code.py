@@ -232,7 +232,7 @@ class _ClaudeReader:
             return
         # Every line repeats the same usage except output_tokens, which grows while
         # streaming: the last line wins.
-        self.b.set_usage(row, ttl_split_known=split_known, **counts)
+        self.b.set_usage(row, ttl_split_known=split_known, speed=usage.get("speed"), **counts)
 
     def _user(self, rec: dict, msg: dict, st: Stream, ts: int | None) -> None:
         content = msg.get("content")
