@@ -24,6 +24,8 @@ from .compare import configuration_key
 from .tables import RISK_FIGURES, non_default, show_value
 
 FIGURE = {"cost": "cost", "tokens": "context_tokens"}
+# The offline-optimal bounds (`ctxreplay bound`, replay/experiments/bound.py): stored as runs, never recommended.
+BOUNDS = {"bound_insert": "insert-time", "bound_retro": "lossless retroactive"}
 UNIT = {"cost": ("of cost", "$"), "context_tokens": ("of context tokens", "tokens")}
 
 
@@ -97,6 +99,54 @@ def differences(a: dict, b: dict) -> list[str]:
     return out or ["nothing (the same configuration, run again)"]
 
 
+def bound_of(policy: str, params: dict | None = None) -> str:
+    """The bound a policy is measured against: bound_retro for policies that rewrite history
+    (a retroactive hook; a pipeline: any retroactive step), bound_insert for insert-time ones."""
+    from replay.policies import REGISTRY, build
+
+    cls = REGISTRY.get(policy)
+    if cls is None:
+        return "bound_insert"
+    if policy == "pipeline":  # per instance: depends on the steps
+        try:
+            return "bound_retro" if build(policy, params or {}).retroactive() else "bound_insert"
+        except Exception:  # noqa: BLE001 - an unbuildable stored pipeline: no bound kind to claim
+            return "bound_retro"
+    return "bound_retro" if cls.retroactive() else "bound_insert"
+
+
+def _setting_key(r: dict) -> tuple:
+    """A configuration without its policy: dataset, prices, cache settings and variant."""
+    k = configuration_key(r)
+    return k[0], k[3], k[4]
+
+
+def bound_runs(rows: list[dict]) -> dict[tuple, dict[str, dict]]:
+    """(dataset, cache, prices) -> bound policy -> its latest run with a baseline."""
+    out: dict[tuple, dict[str, dict]] = {}
+    for r in rows:  # start order: later runs replace earlier ones
+        if r["policy"] in BOUNDS and r.get("saved_pct"):
+            out.setdefault(_setting_key(r), {})[r["policy"]] = r
+    return out
+
+
+def bound_share(row: dict, bounds: dict[tuple, dict[str, dict]], fig: str = "cost") -> dict[str, Any] | None:
+    """A run's saving as a share of its bound (same dataset, cache and price settings), or None
+    when no such bound run exists. ``share`` is None when the bound saves nothing."""
+    if row["policy"] in BOUNDS or row["policy"] == "noop":
+        return None
+    name_ = bound_of(row["policy"], row.get("params"))
+    b = bounds.get(_setting_key(row), {}).get(name_)
+    if b is None:
+        return None
+    bp = (b.get("saved_pct") or {}).get(fig)
+    rp = (row.get("saved_pct") or {}).get(fig)
+    base = _baseline_value(b, fig)
+    return {"bound": name_, "kind": BOUNDS[name_], "run_id": b["run_id"], "saved_pct": bp,
+            "saved": None if base is None else base - b["figures"][fig],
+            "share": rp / bp if rp is not None and bp else None}
+
+
 def _baseline_value(row: dict, fig: str) -> float | None:
     d = row.get("delta")
     return None if not d or d.get(fig) is None else row["figures"][fig] - d[fig]
@@ -133,6 +183,8 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
     cal = [r for r in rows if r["variant"] == "calibrated"]
     variant = "calibrated" if cal else "model_only"
     cal = cal or rows
+    bounds = bound_runs(cal)
+    cal = [r for r in cal if r["policy"] not in BOUNDS]
     latest = {configuration_key(r): r for r in cal}  # a configuration run twice counts once (its latest run)
     cand = [r for r in latest.values() if r["policy"] != "noop" and r.get("saved_pct")
             and all((r["figures"].get(k) or 0) <= v for k, v in max_risk.items())]
@@ -144,7 +196,7 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
     out: dict[str, Any] = {"objective": objective, "figure": fig, "max_risk": max_risk, "variant": variant,
                            "candidates": len(cand), "beats_baseline": bool(winners), "best": None,
                            "without_baseline": [r["run_id"] for r in unmeasured],
-                           "ranked": [summary(r, fig) for r in ranked[:top]]}
+                           "ranked": [{**summary(r, fig), "bound": bound_share(r, bounds, fig)} for r in ranked[:top]]}
     if not cand and unmeasured and not any(r.get("saved_pct") for r in latest.values() if r["policy"] != "noop"):
         out["headline"] = (f"No saving can be measured: {len(unmeasured)} configuration(s) have no no-op baseline "
                            "with their cache and price settings. Store one with `ctxreplay replay --policy noop` "
@@ -155,12 +207,20 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
         out["headline"] = "No run meets the risk limit (" + ", ".join(f"{k} <= {v:g}" for k, v in max_risk.items()) + ")."
         return out
     lead = ranked[0]
-    s = summary(lead, fig)
+    s = {**summary(lead, fig), "bound": bound_share(lead, bounds, fig)}
+    here = bounds.get(_setting_key(lead), {})
+    out["bounds"] = {k: {"run_id": b["run_id"], "kind": BOUNDS[k], "saved_pct": (b.get("saved_pct") or {}).get(fig),
+                         "saved": (None if _baseline_value(b, fig) is None else _baseline_value(b, fig) - b["figures"][fig])}
+                     for k, b in sorted(here.items())}
     mo = s["model_only"]
     mo_text = ("" if not mo else f"; model only: {pct(mo['saved_pct'])}, 95% interval {interval_text(mo['interval'])}"
                + ("" if mo["distinguishable"] else ", not distinguishable"))
     evidence = (f"{pct(s['saved_pct'])} {unit_pct} ({money(s['saved'], fig)} of {money(s['baseline'], fig)}), "
                 f"95% interval {interval_text(s['interval'])} ({variant.replace('_', '-')} cache model{mo_text})")
+    bs = s["bound"]
+    if bs and bs["share"] is not None:
+        evidence += (f"; that is {bs['share']:.0%} of the offline-optimal {bs['kind']} bound's saving "
+                     f"({pct(bs['saved_pct'])}, {money(bs['saved'], fig)})")
     if winners:
         out["best"] = s
         out["headline"] = (f"Recommended: {s['name']}. Against the no-op baseline with the same cache settings it saves "

@@ -206,3 +206,18 @@ def tool_breakdown(tb: pd.DataFrame, top: int = 12):
     _style(ax, "Tool results by tool: what dedup can target", "tokens (thousands, o200k)", "")
     ax.legend(fontsize=8, loc="lower right")
     return fig
+
+
+def breaks_by_cause(by_cause: list[dict]):
+    """Re-billed dollars of the recorded logs' cache breaks, one bar per cause (inferred causes hatched)."""
+    d = [b for b in by_cause if b["count"]][::-1]
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(d) + 1.3))
+    y = np.arange(len(d))
+    bars = ax.barh(y, [b["cost"] for b in d], color=[PALETTE[3] if b["evidence"] == "inferred" else
+                                                     PALETTE[7] if b["evidence"] == "none" else PALETTE[0] for b in d])
+    for bar, b in zip(bars, d):
+        if b["evidence"] == "inferred":
+            bar.set_hatch("//")
+    ax.set_yticks(y, [f"{b['label']}\n{b['count']} breaks, {b['tokens']:,.0f} tokens" for b in d], fontsize=8)
+    _style(ax, "Cache breaks in the recorded logs: re-billed dollars by cause", "re-billed $ (above a cache read)", "")
+    return fig

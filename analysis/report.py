@@ -29,7 +29,7 @@ import pandas as pd
 from . import intervals as iv
 from . import plots, tables
 from . import report_md as sections
-from .answer import answer
+from .answer import BOUNDS, answer
 from .compare import compare
 
 
@@ -69,6 +69,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     from replay.model.costs import library_version
     from replay.engine import ReplayOptions
     from replay.experiments.runs import git_sha
+    from replay.experiments.breaks import breaks_summary
     from replay.experiments.validate import plot_worst, validate
 
     max_risk = {"stale_refs": 0, "dangling_refs": 0} if max_risk is None else max_risk
@@ -83,6 +84,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         fid = validate(con, dataset, ReplayOptions())
         tb = tables.tool_breakdown(con, dataset)
         ans = answer(con, rows, objective, max_risk)
+        brk = breaks_summary(con, dataset)
     finally:
         con.close()
     if not rows:
@@ -108,7 +110,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         ints = {r["run_id"]: (r.get("interval") or {}).get("cost") for r in rows}
         add("leaderboard", "Savings of each policy at its source's defaults (calibrated; policies that save and "
             "policies that cost more on separate scales)", plots.leaderboard(lb, ints), "leaderboard")
-    front = tables.pareto_front(mc[mc["policy"] != "noop"])
+    front = tables.pareto_front(mc[~mc["policy"].isin(["noop", *BOUNDS])])
     add("pareto", "Every calibrated run: cost saved against risk; the line is the Pareto frontier",
         plots.pareto(mc, front), "pareto")
     sweeps = [s for s in mc["sweep_id"].dropna().unique()]
@@ -125,6 +127,9 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     study = tables.cache_hit_study(tables.calibrated(df))
     if not study.empty:
         add("cache", "Saving under other cache prices (calibrated runs)", plots.cache_hit_study(study), "cache-prices")
+    if sum(1 for b in brk["by_cause"] if b["count"]) >= 3:  # fewer causes: the table says it all
+        add("breaks", "Cache breaks of the recorded logs: re-billed dollars by cause (hatched: inferred cause)",
+            plots.breaks_by_cause(brk["by_cause"]), "breaks")
     if not tb.empty:
         add("tools", "Tool result tokens and byte-identical repeats per tool", plots.tool_breakdown(tb), "tools")
 
@@ -133,6 +138,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     md: list[str] = [f"# ctxreplay policy report: {dataset}", ""]
     md += sections.recommendation(ans, max_risk, bands, _img_md("answer", figures))
     md += sections.both_variants(rows)
+    md += sections.bounds(rows)
     md += sections.fidelity(fid, _img_md("fidelity", figures))
     md += ["## Dataset", "",
            "| sessions | streams | requests | blocks | compactions | agents | tool results | recorded input tokens |"
@@ -159,6 +165,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     for r in tb.head(15).itertuples(index=False):
         md.append(f"| {r.tool} | {r.kind} | {r.results} | {_num(r.tokens)} | {r.repeats} | {_num(r.repeat_tokens)} |")
     md += ["", _img_md("tools", figures), ""]
+    md += sections.breaks(brk, _img_md("breaks", figures))
     md += sections.risk(rows)
     prices = json.loads(df["prices"].iloc[0]) if not df.empty else {}
     md += ["## Reproducibility", "",

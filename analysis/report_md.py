@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from . import intervals as iv
-from .answer import interval_text, money, name, pct, settings, ttl_text
+from .answer import BOUNDS, bound_runs, bound_share, interval_text, money, name, pct, settings, ttl_text
 from .fidelity import NAMES, variant_fidelity
 
 VARIANT_NAME = {"calibrated": "calibrated", "model_only": "model only"}
@@ -45,6 +45,12 @@ def recommendation(ans: dict, max_risk: dict, fid_bands: dict[str, float | None]
     elif ans.get("candidates"):
         head = head.replace("No policy beats the baseline on these logs", "**No policy beats the baseline on these logs**", 1)
     md += [head, ""]
+    if ans.get("bounds"):
+        md += ["Offline-optimal bounds (what a policy that knew the whole log could save; same cache settings, "
+               f"{VARIANT_NAME.get(ans.get('variant'), ans.get('variant'))}): "
+               + "; ".join(f"{b['kind']} (`{k}`) {pct(b['saved_pct'])} ({money(b['saved'], fig)})"
+                           for k, b in ans["bounds"].items())
+               + ". Each policy's saving as a share of its bound: section *Offline-optimal bounds*.", ""]
     cal_band, mo_band = fid_bands.get("calibrated"), fid_bands.get("model_only")
     md += [f"Objective: minimize **{fig}**; risk limit: " + ", ".join(f"{k} <= {v:g}" for k, v in max_risk.items())
            + ". Savings are percent of the no-op baseline's " + ("cost and dollars" if fig == "cost" else
@@ -68,16 +74,102 @@ def recommendation(ans: dict, max_risk: dict, fid_bands: dict[str, float | None]
                   f"{interval_text(m['interval'])}" + ("" if m["distinguishable"] else ", not distinguishable") + ").")
     md += ["", img, ""]
     if ans.get("ranked"):
+        has_bound = any(r.get("bound") for r in ans["ranked"])
         md += ["| configuration | TTL | calibrated: saved | 95% interval | saved | model only: saved | 95% interval |"
-               " distinguishable (calibrated) |", "|---|---|---|---|---|---|---|---|"]
+               " distinguishable (calibrated) |" + (" share of bound |" if has_bound else ""),
+               "|---|---|---|---|---|---|---|---|" + ("---|" if has_bound else "")]
         for r in ans["ranked"]:
             mo = r.get("model_only") or {}
             st = settings_text(r["policy"], r["params"])
             md.append(f"| {r['policy']} ({st}) | {r['ttl']} | {pct(r['saved_pct'])} | {interval_text(r['interval'])} | "
                       f"{money(r['saved'], fig)} | {pct(mo.get('saved_pct'))} | {interval_text(mo.get('interval'))} | "
-                      f"{'yes' if r['distinguishable'] else 'no'} |")
+                      f"{'yes' if r['distinguishable'] else 'no'} |" + (f" {_share(r.get('bound'))} |" if has_bound else ""))
         md.append("")
     return md
+
+
+def _share_pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.0f}%"
+
+
+def _share(b: dict | None) -> str:
+    if not b or b.get("share") is None:
+        return "-"
+    return f"{100 * b['share']:.0f}% of {b['bound']}"
+
+
+def bounds(rows: list[dict]) -> list[str]:
+    """Each configuration's cost saving as a share of the offline-optimal bound of its kind
+    (same dataset, cache and price settings); empty without bound runs."""
+    found = bound_runs(rows)
+    if not found:
+        return []
+    md = ["## Offline-optimal bounds", "",
+          "What a policy that knew the whole log in advance could save (`ctxreplay bound`; docs/bound.md), priced by "
+          "the same engine and cache model. **Insert-time** (`bound_insert`): every byte-identical repeat of a block "
+          "still in context becomes an 8-token hint, unbounded cache, no busts. **Lossless retroactive** "
+          "(`bound_retro`): tool results repeated later, or superseded by a later covering read of the same file, are "
+          "removed at the best set of requests a per-stream dynamic program finds. Insert-time policies are measured "
+          "against the insert-time bound, policies that rewrite history against the retroactive one. Lossy policies "
+          "(compaction, clearing old tool results) remove what the lossless bound keeps, so they can exceed 100%.", "",
+          "| bound | TTL | variant | cost saved | $ saved | context saved | run |", "|---|---|---|---|---|---|---|"]
+    for key in found:
+        for bname, b in sorted(found[key].items()):
+            s = b.get("saved_pct") or {}
+            md.append(f"| {bname} ({BOUNDS[bname]}) | {b['cache_config'].get('ttl')} | "
+                      f"{VARIANT_NAME.get(b['variant'], b['variant'])} | {pct(s.get('cost'))} | "
+                      f"{money(-(b.get('delta') or {}).get('cost', 0.0), 'cost')} | {pct(s.get('context_tokens'))} | "
+                      f"{b['run_id']} |")
+    md += ["", "| policy | settings | TTL | variant | cost saved | bound | bound's cost saved | share of bound |",
+           "|---|---|---|---|---|---|---|---|"]
+    from .compare import configuration_key
+
+    latest = {configuration_key(r): r for r in rows if not r.get("sweep_id")}
+    lines = []
+    for r in latest.values():
+        b = bound_share(r, found)
+        if b is None:
+            continue
+        lines.append(((r["policy"], r["variant"], -(b["share"] if b["share"] is not None else -1e18)),
+                      f"| {r['policy']} | {settings_text(r['policy'], r['params'])} | {r['cache_config'].get('ttl')} | "
+                      f"{VARIANT_NAME.get(r['variant'], r['variant'])} | {pct((r.get('saved_pct') or {}).get('cost'))} | "
+                      f"{b['bound']} | {pct(b['saved_pct'])} | "
+                      f"{_share_pct(b['share']) if (r.get('saved_pct') or {}).get('cost', 0) >= 0 else 'costs more'} |"))
+    md += [line for _, line in sorted(lines)]
+    return md + ["", "Runs outside sweeps, the latest of each configuration; share = the policy's dollars saved / "
+                 "the bound's (both against the same no-op baseline); \"costs more\": the policy costs more than the "
+                 "baseline.", ""]
+
+
+def breaks(s: dict[str, Any], img: str) -> list[str]:
+    """Cache breaks of the recorded logs (`replay.experiments.breaks`): re-billed tokens and dollars by cause."""
+    md = ["## Cache breaks", "",
+          "Requests of the recorded logs whose cache read is shorter than the prefix the stream had cached "
+          "(`ctxreplay breaks`; rules in docs/replay-model.md, \"Cache breaks\"): the tokens paid again as cache writes "
+          "or uncached input, and their dollars above what a cache read of them would have cost. "
+          f"{s['breaks']:,} breaks in {s['sessions_with_breaks']:,} sessions ({s['requests']:,} requests classified"
+          + (f", {s['not_classified']:,} not: automatic caching (OpenAI, Gemini) promises no hit" if s.get("not_classified")
+             else "") + f"): {count(s['tokens'])} tokens re-billed, {money(s['cost'], 'cost')}.", ""]
+    if not s["breaks"]:
+        return md
+    inferred = [b["cause"] for b in s["by_cause"] if b["evidence"] == "inferred"]
+    md += [f"Causes marked *(inferred)* ({', '.join(inferred)}) are not seen in the log: it shows where the read "
+           "stopped, within the TTL, not why; the cause is the presumed reason. Share of re-billed tokens with a named "
+           f"cause: {_pts(s['named_share'])}; without first_message_rewritten: "
+           f"{_pts(s['named_share_without_first_message'])}; direct evidence only: {_pts(s['named_share_direct'])}.", "",
+           "| cause | evidence | breaks | tokens re-billed | $ re-billed | share of tokens | rule |",
+           "|---|---|---|---|---|---|---|"]
+    for b in s["by_cause"]:
+        if b["count"]:
+            md.append(f"| {b['label']} | {b['evidence']} | {b['count']:,} | {count(b['tokens'])} | "
+                      f"{money(b['cost'], 'cost')} | {_pts(b['share'])} | {cell(b['rule'])} |")
+    md += ["", img, "", "Sessions with the most re-billed dollars:", "",
+           "| session | agent | breaks | tokens re-billed | $ re-billed | main cause |", "|---|---|---|---|---|---|"]
+    labels = {b["cause"]: b["label"] for b in s["by_cause"]}
+    for t in s["top_sessions"]:
+        md.append(f"| `{t['session']}` | {t.get('agent') or '-'} | {t['breaks']:,} | {count(t['tokens'])} | "
+                  f"{money(t['cost'], 'cost')} | {labels.get(t['main_cause'], t['main_cause'])} |")
+    return md + [""]
 
 
 def _abs_pct(v: float | None) -> str:
@@ -202,4 +294,4 @@ def risk(rows: list[dict]) -> list[str]:
     return md + [""]
 
 
-__all__ = ["both_variants", "fidelity", "leaderboard", "name", "per_agent", "recommendation", "risk", "ttl_text"]
+__all__ = ["both_variants", "bounds", "breaks", "fidelity", "leaderboard", "name", "per_agent", "recommendation", "risk", "ttl_text"]

@@ -69,6 +69,10 @@ def non_default(policy: str, params: dict) -> dict:
     from replay.policies import REGISTRY
 
     cls = REGISTRY.get(policy)
+    if cls is None and policy in ("bound_insert", "bound_retro"):
+        from replay.experiments.bound import InsertBound, RetroBound
+
+        cls = InsertBound if policy == "bound_insert" else RetroBound
     if cls is None or policy == "pipeline":
         return params
     defaults = {f.name: f.default for f in dataclasses.fields(cls.Params)

@@ -60,6 +60,50 @@ def test_report_leads_with_the_answer(demo):
     assert re.search(r"\| sessions within targets \|.*\d+ of \d+ \|.*\d+ of \d+ \|", fid)
 
 
+def test_report_has_cache_breaks_by_cause(demo):
+    from replay.experiments.breaks import CAUSES
+
+    md = (demo / "report" / "report.md").read_text()
+    sec = md.split("## Cache breaks")[1].split("\n## ")[0]
+    rows = [line for line in sec.splitlines() if line.startswith("| ") and "---" not in line]
+    labels = {c.label for c in CAUSES}
+    cause_rows = [r for r in rows if r.split("|")[1].strip() in labels]
+    assert cause_rows, sec
+    # a cause row: breaks, tokens, dollars, share of the re-billed tokens
+    assert all(re.search(r"\| (direct|inferred|none) \| \d+ \| [\d,]+ \| \$\d+\.\d\d \| \d+\.\d\d% \|", r)
+               for r in cause_rows), cause_rows
+    assert re.search(r"\d+ breaks in \d+ sessions", sec) and "inferred" in sec
+    assert "Sessions with the most re-billed dollars" in sec
+
+
+def test_report_measures_policies_against_the_bounds(demo):
+    md = (demo / "report" / "report.md").read_text()
+    head = "\n".join(md.splitlines()[:30])
+    # the answer names the bound: the recommendation's share of it, and both bounds' savings
+    assert re.search(r"that is \d+% of the offline-optimal insert-time bound's saving \(\+\d+\.\d\d%, \$\d+\.\d\d\)",
+                     head), head
+    assert "`bound_insert`" in head and "`bound_retro`" in head
+    assert "Recommended: **bound" not in md  # a bound is never recommended
+    sec = md.split("## Offline-optimal bounds")[1].split("\n## ")[0]
+    assert re.search(r"\| devboy_lru \| defaults \| log \| calibrated \| \+\d+\.\d\d% \| bound_insert \| "
+                     r"\+\d+\.\d\d% \| \d+% \|", sec), sec
+    assert re.search(r"\| jp_compaction \| defaults \| log \| calibrated \| [+-]\d+\.\d\d% \| bound_retro \|", sec), sec
+
+
+def test_bound_kind_of_each_policy():
+    from analysis.answer import bound_of, bound_share
+
+    assert bound_of("devboy_lru") == "bound_insert" and bound_of("read_range_dedup") == "bound_insert"
+    assert bound_of("supersede") == "bound_retro" and bound_of("jp_compaction") == "bound_retro"
+    cfg = {"dataset": "d", "params": {}, "cache_config": {"ttl": "log"}, "prices": {}}
+    b = {**cfg, "policy": "bound_insert", "run_id": "b", "saved_pct": {"cost": 0.2}, "figures": {"cost": 8.0},
+         "delta": {"cost": -2.0}}
+    p = {**cfg, "policy": "devboy_lru", "saved_pct": {"cost": 0.1}}
+    got = bound_share(p, {("d", '{"ttl": "log"}', "{}"): {"bound_insert": b}})
+    assert got["share"] == 0.5 and got["saved"] == 2.0 and got["bound"] == "bound_insert"
+    assert bound_share({**p, "cache_config": {"ttl": "5m"}}, {("d", '{"ttl": "log"}', "{}"): {"bound_insert": b}}) is None
+
+
 def test_per_agent_table_is_filled(demo):
     md = (demo / "report" / "report.md").read_text()
     table = md.split("## Per agent")[1].split("\n## ")[0]
@@ -122,6 +166,8 @@ def test_shared_corpus_report_after_every_policy(tmp_path):
     assert "Objective: minimize **cost**" in md
     assert "Recommended: **" in md or "**No policy beats the baseline on these logs**" in md
     assert "95% interval" in "\n".join(md.splitlines()[:30])
+    assert "## Offline-optimal bounds" not in md and "offline-optimal" not in md  # no bound runs: no bound
+    assert "## Cache breaks" in md
     both = md.split("## Savings under both cache-model variants")[1].split("\n## ")[0]
     assert "| jp_compaction | defaults | log |" in both and "| claude_code_microcompact | defaults | log |" in both
     _check_numbers(Path(db), tmp_path / "rep")

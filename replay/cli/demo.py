@@ -15,6 +15,7 @@ from replay.cli.data import print_ingest_summary
 
 SAMPLE_DIR = REPO_ROOT / "datasets" / "sample" / "logs"
 DEMO_SWEEP = "devboy_capacity.toml"
+DEMO_BOUND_TTLS = ("log", "5m")  # the TTLs the demo sweep uses: every configuration it runs has its bound
 
 
 def sample_logs_dir() -> Path:
@@ -37,14 +38,14 @@ def sample_logs_dir() -> Path:
               help="Log directory to use instead of the embedded sample.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out/report"),
               show_default=True, help="Where the report goes.")
-@json_option("Print only a JSON summary at the end: {db, report, ingest, fidelity, policies, sweep, answer}.")
+@json_option("Print only a JSON summary at the end: {db, report, ingest, fidelity, policies, bounds, sweep, answer}.")
 def demo(db: Path, logs: Path | None, report_dir: Path, as_json: bool) -> None:
     """Run the whole pipeline on the embedded sample dataset (no logs of your own needed).
 
     Ingests `datasets/sample/`, checks the no-op baseline against the recorded usage,
     replays the no-op baseline and every policy at its source's defaults under both cache-model
-    variants (calibrated and model-only), sweeps devboy's LRU capacity and writes the policy
-    report (index.html + report.md).
+    variants (calibrated and model-only), computes the offline-optimal bounds (`ctxreplay bound`)
+    under both, sweeps devboy's LRU capacity and writes the policy report (index.html + report.md).
     """
     logs = logs or sample_logs_dir()
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -56,6 +57,7 @@ def demo(db: Path, logs: Path | None, report_dir: Path, as_json: bool) -> None:
         con = open_db(db, read_only=False)
         summary["fidelity"] = _baseline_fidelity(con)
         summary["policies"] = _every_policy(con)
+        summary["bounds"] = _bounds(con)
         con.close()
         summary["sweep"] = _sweep(db)
         summary["answer"] = _report(db, report_dir)
@@ -135,6 +137,41 @@ def _every_policy(con) -> dict:
             found.setdefault(name, {})[variant.replace("-", "_")] = {"run_id": run_id, **tot}
         t.add_row(name, *cost, f"{tot['context_tokens']:,.0f}", f"{tot['busts']:.0f}")
     out.print(t)
+    return found
+
+
+def _bounds(con) -> dict:
+    """The offline-optimal bounds under both variants and each TTL the demo sweep uses, stored as
+    runs (their baselines: step 3's noop runs, and a noop run per TTL the step has none for)."""
+    import time
+
+    from replay.engine import ReplayOptions
+    from replay.experiments import runs
+    from replay.experiments.bound import InsertBound, retro_policy
+    from replay.model.cache import CacheConfig
+    from replay.policies import Noop
+
+    out.rule("[bold]3b. offline-optimal bounds (what a policy that knew the whole log could save)")
+    ds = runs.load(con, "sample")
+    found: dict[str, dict] = {}
+    t = Table("bound", "TTL", *(f"{v} cost $" for v, _ in VARIANTS))
+    costs: dict[tuple[str, str], list[str]] = {}
+    t0 = time.perf_counter()
+    for ttl in DEMO_BOUND_TTLS:
+        for variant, evictions in VARIANTS:
+            opts = ReplayOptions(CacheConfig(ttl=ttl, observed_evictions=evictions))
+            if ttl != "log":
+                runs.run_policy(con, ds, Noop(), opts)  # the bound's baseline at this TTL
+            for policy in (InsertBound(), retro_policy(ds, opts)):
+                run_id, results = runs.run_policy(con, ds, policy, opts)
+                cost = sum(r.figures["cost"] for r in results)
+                found.setdefault(policy.name, {}).setdefault(ttl, {})[variant.replace("-", "_")] = {
+                    "run_id": run_id, "cost": cost}
+                costs.setdefault((policy.name, ttl), []).append(f"{cost:,.2f}")
+    for (name, ttl), c in costs.items():
+        t.add_row(name, ttl, *c)
+    out.print(t)
+    out.print(f"bounds computed in {time.perf_counter() - t0:.1f}s")
     return found
 
 
