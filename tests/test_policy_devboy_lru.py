@@ -116,6 +116,25 @@ def test_a_hit_moves_the_entry_to_most_recent():
     assert sizes(b, devboy(capacity=2)) == [1000, 1000, 11, 1000, 11, 1000]
 
 
+def test_fifo_eviction_does_not_refresh_on_a_hit():
+    # devboy's published simulator (scripts/simulate_paper2_pipeline.py): a FIFO. A, B, A (hit:
+    # A stays oldest), C evicts A (not B), so A misses (re-inserted, evicting B) and B misses.
+    b = builder()
+    _results(b, ["A", "B", "A", "C", "A", "B"])
+    assert sizes(b, devboy(capacity=2, eviction="fifo")) == [1000, 1000, 11, 1000, 1000, 1000]
+
+
+def test_fifo_with_verbose_hints_is_the_simulator_setting_and_lru_stays_default():
+    # The simulator's setting: FIFO of 5, 15-token hints. Defaults unchanged: LRU, 11 tokens.
+    assert DevboyLru.make_params({}).eviction == "lru"
+    b = builder()
+    _results(b, ["A", "B", "C", "D", "E", "A", "F", "A"])
+    # FIFO(5): A hits at 6th (no refresh); F evicts A; the last A misses.
+    assert sizes(b, devboy(eviction="fifo", verbosity="verbose")) == [1000] * 5 + [15, 1000, 1000]
+    # LRU(5): the hit refreshes A, F evicts B instead; the last A hits.
+    assert sizes(b, devboy()) == [1000] * 5 + [11, 1000, 11]
+
+
 def test_default_capacity_five_and_unbounded_extension():
     b = builder()
     _results(b, ["A", "1", "2", "3", "4", "5", "A"])    # five newer entries push A out of an LRU of 5
@@ -295,7 +314,8 @@ def test_unknown_param_suggests_the_closest():
 
 
 @pytest.mark.parametrize("bad", [{"capacity": -1}, {"min_body_chars": -5}, {"verbosity": "loud"},
-                                 {"cacheable": "some"}, {"classify": "magic"}, {"capacity": "x"}])
+                                 {"cacheable": "some"}, {"classify": "magic"}, {"capacity": "x"},
+                                 {"eviction": "random"}])
 def test_invalid_values_raise(bad):
     with pytest.raises(ParamError):
         DevboyLru.make_params(bad)

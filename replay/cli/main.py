@@ -12,7 +12,7 @@ from __future__ import annotations
 import click
 
 from replay import __version__
-from replay.cli import bound, breaks, check, data, demo, results, run, usage
+from replay.cli import bound, breaks, check, claims, data, demo, results, run, usage
 from replay.cli.common import CONTEXT_SETTINGS, EXIT_CODES, CleanGroup
 from replay.cli.demo import sample_logs_dir
 from replay.cli.privacy import anonymize
@@ -30,7 +30,7 @@ def main() -> None:
     """
 
 
-for _command in [*data.COMMANDS, *usage.COMMANDS, *run.COMMANDS, *results.COMMANDS, *breaks.COMMANDS, *bound.COMMANDS,
+for _command in [*data.COMMANDS, *usage.COMMANDS, *run.COMMANDS, *results.COMMANDS, *breaks.COMMANDS, *bound.COMMANDS, *claims.COMMANDS,
                  *check.COMMANDS, *demo.COMMANDS, anonymize]:
     main.add_command(_command)
 

@@ -1,0 +1,78 @@
+"""`ctxreplay claims`: each source's published claim beside its own metric on these logs and ctxreplay's savings."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from replay.cli.common import (
+    DB_OPTION, cache_options, dataset_option, echo_json, esc, fail_on, json_option, make_options, open_db, out,
+    pick_dataset, print_table
+)
+
+
+@click.command()
+@DB_OPTION
+@dataset_option("Dataset [default: the only one].")
+@cache_options
+@json_option("Print JSON: per source (devboy, jp_067, ai_experiments) the published claim (text, figure, where "
+             "published), own_metric (the claim's metric measured here by the source's own accounting), and "
+             "ctxreplay (context tokens and billed cost saved by its policy, percent of the no-op baseline, with "
+             "the 95% paired bootstrap interval_pct and the run id).")
+def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, as_json):
+    """Each source's published claim, measured on these logs in its own metric, then in ctxreplay's.
+
+    devboy: its published simulator's L0 dedup accounting (tool results of >= 200 chars, one
+    FIFO of 5 per session log cleared at compaction, chars/4 tokens, 15-token hints): the
+    saving, the repeat rate and the ceiling with an unbounded cache; then devboy_lru at the
+    simulator's setting (eviction=fifo, verbosity=verbose) and at its defaults. devboy's L1/L2
+    format re-encoding is not modelled. JP 067: tokens per redundant file read (and per 500
+    lines); then jp_resource_dedup. ai-experiments (trim only when the conversation is large):
+    supersede swept over its size trigger (trigger_tokens). The policies' runs are taken from
+    the database when stored under the same cache settings, else replayed and stored.
+    Method: replay/experiments/claims.py."""
+    from analysis.compare import compare
+    from replay.experiments import runs
+    from replay.experiments.claims import compute_claims
+    from replay.model.costs import PriceError
+
+    with fail_on(PriceError, ValueError):
+        opts = make_options(ttl, breakpoints, observed_evictions, prices_file, price_date)
+    con = open_db(db, read_only=False)
+    dataset = pick_dataset(con, dataset, db)
+    ds = runs.load(con, dataset)
+    with fail_on(PriceError):
+        got = compute_claims(con, ds, opts, compare)
+    if as_json:
+        echo_json(got)
+        return
+    src = got["sources"]
+    t = Table("source", "published claim", "its own metric on these logs", title=f"Claims on {esc(dataset)} "
+              f"({got['sessions']} sessions)")
+    for name, x in src.items():
+        t.add_row(esc(name), esc(x["claim"]), esc(x["summary"]))
+    print_table(t)
+    t = Table("source", "policy", "context tokens saved", "cost saved", "run",
+              title="ctxreplay's savings (percent of the no-op baseline; 95% interval)")
+    dev = src["devboy"]["ctxreplay"]
+    rows = [("devboy", "devboy_lru (fifo, verbose: the simulator)", dev["simulator_setting"]),
+            ("devboy", "devboy_lru (defaults)", dev["defaults"]),
+            ("jp_067", "jp_resource_dedup (defaults)", src["jp_067"]["ctxreplay"]["defaults"])]
+    rows += [("ai_experiments", f"supersede (trigger_tokens={x['trigger_tokens']:,})", x)
+             for x in src["ai_experiments"]["ctxreplay"]["sweep"]]
+    for s, p, x in rows:
+        t.add_row(esc(s), esc(p), _cell(x, "context_tokens"), _cell(x, "cost"), esc((x or {}).get("run_id", "-")))
+    print_table(t)
+    out.print(esc(src["devboy"]["l1_l2"]))
+
+
+def _cell(x: dict | None, f: str) -> str:
+    v = (x or {}).get(f)
+    if not v or v["saved_pct"] is None:
+        return "-"
+    ivl = v["interval_pct"]
+    span = f" [{ivl['low']:+.3f}, {ivl['high']:+.3f}]" if ivl else ""
+    return f"{v['saved_pct']:+.3f}%{span}"
+
+
+COMMANDS = [claims]
