@@ -107,7 +107,8 @@ def bounds(rows: list[dict]) -> list[str]:
     md = ["## Offline-optimal bounds", "",
           "What a policy that knew the whole log in advance could save (`ctxreplay bound`; docs/bound.md), priced by "
           "the same engine and cache model. **Insert-time** (`bound_insert`): every byte-identical repeat of a block "
-          "still in context becomes an 8-token hint, unbounded cache, no busts. **Lossless retroactive** "
+          "still in context, and every file read whose lines an earlier read of the same file still in context "
+          "covers with no write in between, becomes an 8-token hint, unbounded cache, no busts. **Lossless retroactive** "
           "(`bound_retro`): tool results repeated later, or superseded by a later covering read of the same file, are "
           "removed at the best set of requests a per-stream dynamic program finds. Insert-time policies are measured "
           "against the insert-time bound, policies that rewrite history against the retroactive one. Lossy policies "

@@ -61,6 +61,38 @@ def test_insert_bound_hint_in_stream_units():
     assert base["context_tokens"] - got["context_tokens"] == pytest.approx(1000 - 8 * 1.5)
 
 
+def test_insert_bound_covers_narrower_reread():
+    """A narrower re-read of a path still in context (read_range_dedup's class) is in the bound;
+    not across a write of the path or a compaction, nor past an open read's 2000-line cap; a
+    same-range read with other content drops the path's earlier reads and becomes the original."""
+    b = TraceBuilder(overhead=10_000)
+    b.block(500, "user_text", turn=1)
+    b.tool_call("Read", 4000, resource="f", content="f-1-200", lines=(1, 200))
+    b.request(ts=0)
+    b.tool_call("Read", 1500, resource="f", content="f-50-120", lines=(50, 120))   # covered: 1,500 -> 8
+    b.tool_call("Read", 3000, resource="g", content="g-open", lines=(-1, -1))      # open: covers [1, 2000]
+    b.request(ts=MIN)
+    b.tool_call("Read", 900, resource="g", content="g-10-90", lines=(10, 90))      # covered: 900 -> 8
+    b.tool_call("Read", 900, resource="g", content="g-1900-2100", lines=(1900, 2100))  # past the cap: kept
+    b.tool_call("Edit", 60, resource="f", content="edit-f")
+    b.tool_call("Read", 700, resource="f", content="f-60-80", lines=(60, 80))      # after a write: kept
+    b.request(ts=2 * MIN)
+    b.tool_call("Read", 500, resource="f", content="f-60-80b", lines=(60, 80))     # same range, other bytes: kept
+    b.tool_call("Read", 400, resource="f", content="f-61-70", lines=(61, 70))      # covered by f-60-80b: 400 -> 8
+    b.compact(300)
+    b.tool_call("Read", 800, resource="g", content="g-20-30", lines=(20, 30))      # original compacted: kept
+    b.request(ts=3 * MIN)
+    noop, ins = figs(b, Noop()), figs(b, InsertBound())
+    assert ins["hints"] == 3 and ins["busts"] == 0
+    assert noop["tokens_delivered"] - ins["tokens_delivered"] == pytest.approx(1500 + 900 + 400 - 24)
+    for opts in (MODEL_ONLY, CALIBRATED):
+        base = figs(b, Noop(), opts)["cost"]
+        rrd = figs(b, build("read_range_dedup"), opts)
+        got = figs(b, InsertBound(), opts)
+        assert rrd["hints"] == 3  # the same blocks, with its 14-token hint
+        assert base - got["cost"] >= base - rrd["cost"] - 1e-12 and got["cost"] < rrd["cost"]
+
+
 # --- retroactive bound: hand-computed -----------------------------------------------------------
 def _retro_stream() -> TraceBuilder:
     b = TraceBuilder(overhead=10_000)
@@ -201,6 +233,16 @@ def test_insert_bound_beats_every_insert_time_policy_on_sample(sample, opts):
             got = tot(build(name, params))
             for f in ("cost", "context_tokens"):
                 assert bound[f] <= got[f] + 1e-9, (name, params, f)
+
+
+@pytest.mark.parametrize("opts", [CALIBRATED, MODEL_ONLY], ids=["calibrated", "model-only"])
+def test_insert_bound_saves_at_least_read_range_dedup_on_sample(sample, opts):
+    _, ds = sample
+    cost = lambda pol: sum(replay_session(s, ds.vocab, pol, opts).figures["cost"] for s in ds.sessions)
+    base, bound = cost(Noop()), cost(InsertBound())
+    for params in ({}, {"min_tokens": 0}, {"opaque_shell_blocks": True}, {"lookback_turns": 2}):
+        rrd = cost(build("read_range_dedup", params))
+        assert base - bound >= base - rrd - 1e-9, params
 
 
 def test_retro_bound_never_worse_than_noop_on_sample(sample):

@@ -11,7 +11,7 @@ from replay.cli.common import (
 )
 
 VARIANT_EVICTIONS = {"calibrated": "log", "model-only": "none"}
-COMPARE_WITH = ("devboy_lru", "jp_resource_dedup", "supersede", "cupel_dedup")
+COMPARE_WITH = ("devboy_lru", "jp_resource_dedup", "read_range_dedup", "supersede", "cupel_dedup")
 
 
 @click.command()
@@ -23,14 +23,16 @@ COMPARE_WITH = ("devboy_lru", "jp_resource_dedup", "supersede", "cupel_dedup")
               "evictions replayed from the log; model-only: not). --observed-evictions is ignored.")
 @click.option("--no-store", is_flag=True, help="Do not store the runs (noop, bound_insert, bound_retro).")
 @json_option("Print JSON: per variant, the baseline, each bound's saving (cost, context and delivered tokens: "
-             "baseline, run, saved, saved_pct) and run id, and the same savings of devboy_lru, jp_resource_dedup, "
+             "baseline, run, saved, saved_pct) and run id, and the same savings of devboy_lru, jp_resource_dedup, read_range_dedup, "
              "supersede and cupel_dedup at their defaults.")
 def bound(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, variants, no_store, as_json):
     """The offline-optimal bounds: what a policy that knew the whole log could save.
 
     insert-time (bound_insert): every byte-identical repeat of a block still in context (same
-    compaction partition) becomes an 8-token hint (devboy's terse hint), unbounded cache, no
-    busts. Lossless retroactive (bound_retro): tool results exactly repeated later, or
+    compaction partition), and every read whose line range an earlier read of the same path
+    still in context covers with no write of the path in between (read_range_dedup's rule,
+    open reads capped at 2000 lines), becomes an 8-token hint (devboy's terse hint),
+    unbounded cache, no busts. Lossless retroactive (bound_retro): tool results exactly repeated later, or
     superseded by a later covering read of the same file with no edit in between, are removed,
     all pending removals at once before a set of requests chosen per stream by a dynamic
     program that prices each candidate schedule with the engine (the class of schedules and

@@ -6,15 +6,33 @@ cache model as every policy, and stored as runs (``bound_insert``, ``bound_retro
 policies an agent could run, they need the whole log in advance.
 
 Insert-time bound (``bound_insert``)
-    Every tool result whose bytes (keyed content hash ``Stream.chash``) equal a block already
-    appended in the same compaction partition of the same stream (the earlier copy is still in
-    context) is replaced, when it arrives, by a reference hint of ``hint_tokens`` o200k tokens
-    (default 8: devboy's terse hint, the smallest hint of the sources), converted to the
-    stream's units (x ``Stream.bpe_ratio``); a result smaller than the hint is kept. No size
-    threshold, no capacity (an unbounded cache), no lookback window; history is never
-    rewritten, so no cache busts. Every registered insert-time policy replaces a subset of
-    these blocks (jp_resource_dedup: identical (URI, checksum) = identical bytes) with a
-    hint at least as large, so none saves more.
+    A tool result is replaced, when it arrives, by a reference hint of ``hint_tokens`` o200k
+    tokens (default 8: devboy's terse hint, the smallest hint of the sources; read_range_dedup's
+    is 14), converted to the stream's units (x ``Stream.bpe_ratio``), when it is, in the same
+    compaction partition of the same stream (the earlier copy is still in context), either
+    * a byte-identical repeat: its bytes (keyed content hash ``Stream.chash``) equal a block
+      already appended (any block kind), or
+    * a covered re-read: a non-error read result (tool kind ``read``) of a path
+      (``Stream.resource``) whose line span lies inside the span of an earlier non-error read
+      result of the same path (delivered in full or itself hinted: its bytes are in context
+      either way), with no mutating tool result (tool kind ``mutate``: Edit/Write/MultiEdit/
+      NotebookEdit and the shell commands the ingest attributes a written path to) of that
+      path in between, and no read of the path in between with the same (line_start,
+      line_end) as an indexed read but another content hash (the file changed unseen: the
+      path's index is dropped). Spans are read_range_dedup's (`replay.policies.
+      read_range_dedup.span`): an open-ended read of [s, EOF) covers [s, s + 1999] only
+      (its ``open_read_lines`` default, Claude Code's Read cap).
+    A result smaller than the hint is kept. No size threshold, no capacity (an unbounded
+    cache), no lookback window, no block for opaque shell calls (as read_range_dedup's
+    defaults: a shell command that writes a file the ingest cannot name is invisible);
+    history is never rewritten, so no cache busts. Every registered insert-time policy
+    replaces a subset of these blocks by a hint at least as large, so none saves more:
+    devboy_lru and jp_resource_dedup hint byte-identical repeats (identical (URI, checksum) =
+    identical bytes); read_range_dedup hints covered re-reads under the same rule with
+    ``require_no_mutation=True`` and ``open_read_lines=2000`` (its defaults), whatever its
+    ``min_tokens``, ``lookback_turns`` and ``opaque_shell_blocks``. Not covered: its unsafe
+    what-ifs ``require_no_mutation=False`` and ``open_read_lines=None`` (an open read taken
+    to cover the whole file).
 
 Lossless retroactive bound (``bound_retro``)
     Removable (size -> 0, as supersede's hidden results) is a tool result i of a stream that
@@ -60,10 +78,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from replay.engine import ReplayOptions, SessionResult, replay_session
-from replay.model.arrays import K_TOOL_RESULT, Dataset, Session, Stream, Vocab
+from replay.model.arrays import K_TOOL_RESULT, TOOL_KIND_CODE, Dataset, Session, Stream, Vocab
 from replay.policies.base import Context, Policy
 from replay.policies.common import count_hint
 from replay.policies.lossless import removals, removals_memo  # noqa: F401  (removals: re-exported)
+from replay.policies.read_range_dedup import span
 
 HINT_O200K = 8.0  # devboy's terse hint ("> [ref: tc_42]"), the smallest hint of the sources
 SOURCE = "offline-optimal bound (issue 13 item 2; docs/bound.md)"
@@ -72,8 +91,14 @@ RETRO_CLASS = ("flush schedules: all pending removals applied at once before eac
 
 
 # --- insert-time bound -------------------------------------------------------------------
+_READ = TOOL_KIND_CODE["read"]
+_MUTATE = TOOL_KIND_CODE["mutate"]
+
+
 class InsertBound(Policy):
-    """Every byte-identical repeat of a block still in context becomes a terse hint (insert-time bound)."""
+    """Every byte-identical repeat of a block still in context, and every read covered by an
+    earlier read of the same path still in context with no write of it in between, becomes a
+    terse hint (insert-time bound)."""
 
     name = "bound_insert"
     source = SOURCE
@@ -84,24 +109,48 @@ class InsertBound(Policy):
         hint_tokens: float = HINT_O200K
         # Capacity of the hash cache: 0 = unbounded (the bound); recorded for the run listing.
         capacity: int = 0
+        # Lines an open-ended read is taken to have returned (read_range_dedup's default).
+        open_read_lines: int = 2000
 
     def start_stream(self, ctx: Context) -> None:
         ctx.state["seen"] = {}
+        ctx.state["reads"] = {}  # path -> [(first, last, line_start, line_end, chash, pos)] in context
 
     def on_compaction(self, ctx: Context, pos: int) -> None:
         ctx.state["seen"] = {}
+        ctx.state["reads"] = {}
 
     def on_append(self, ctx: Context, i: int, size: float) -> float:
         st = ctx.stream
+        s = ctx.state
+        orig = -1
         h = st.chash[i]
-        if h < 0:
-            return size
-        seen = ctx.state["seen"]
-        orig = seen.get(h)
-        if orig is None:
-            seen[h] = i
-            return size
+        if h >= 0:
+            seen = s["seen"]
+            orig = seen.get(h, -1)
+            if orig < 0:
+                seen[h] = i
         if st.bkind[i] != K_TOOL_RESULT:
+            return size
+        res = st.resource[i]
+        if res >= 0:
+            tk = st.tool_kind[i]
+            reads = s["reads"]
+            if tk == _MUTATE:
+                reads.pop(res, None)
+            elif tk == _READ and not st.is_error[i]:
+                ls, le = st.line_start[i], st.line_end[i]
+                first, last = span(ls, le, self.params.open_read_lines)
+                entries = reads.setdefault(res, [])
+                if any(e[2] == ls and e[3] == le and e[4] != h for e in entries):
+                    entries.clear()  # same range, other content: the file changed unseen
+                elif orig < 0:
+                    for e in reversed(entries):
+                        if e[0] <= first and e[1] >= last:
+                            orig = e[5]
+                            break
+                entries.append((first, last, ls, le, h, i))
+        if orig < 0:
             return size
         hint = ctx.units(self.params.hint_tokens)
         if hint >= size:
