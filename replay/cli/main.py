@@ -30,8 +30,11 @@ def main() -> None:
     """
 
 
-for _command in [*data.COMMANDS, *usage.COMMANDS, *run.COMMANDS, *results.COMMANDS, *breaks.COMMANDS, *bound.COMMANDS, *claims.COMMANDS,
-                 *check.COMMANDS, *demo.COMMANDS, anonymize]:
+for _command in [*data.COMMANDS, *usage.COMMANDS, *run.COMMANDS, *results.COMMANDS, *breaks.COMMANDS,
+                 *bound.COMMANDS, *claims.COMMANDS, *check.COMMANDS, *demo.COMMANDS, anonymize]:
+    # every command answers -h, also when invoked on its own (tests, docgen): click caches a
+    # command's help option from the first context that asks for it
+    _command.context_settings = {**CONTEXT_SETTINGS, **_command.context_settings}
     main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover
