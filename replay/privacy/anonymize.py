@@ -1,4 +1,4 @@
-"""Anonymized Claude Code logs in the original format.
+"""Anonymized Claude Code logs (and Gemini CLI chat files) in the original format.
 
 ``anonymize_tree(src, dst, key)`` writes a copy of a tree of Claude Code logs (``.jsonl``
 transcripts, Stop-hook ``.json`` dumps, ``subagents/agent-*.jsonl``) that any tool reading
@@ -37,7 +37,8 @@ but the paths no longer equal the trace's pseudonyms.
 Modules: ``records`` walks a record (``schema`` says which field is what and which kept
 values are allowed), ``pseudonyms`` and ``paths`` give keyed pseudonyms, ``texts`` resolves
 placeholders into ``fillers`` drawn from ``vocabulary``, ``files`` reads logs line by line and
-writes each copy under a temporary name; this module walks the input tree.
+writes each copy under a temporary name, ``gemini_chat`` walks a Gemini CLI chat document (one
+JSON object with a ``messages`` array, recognised by content); this module walks the input tree.
 """
 
 from __future__ import annotations
@@ -51,7 +52,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from replay.ingest.keys import Keyring, load_or_create_master_key
-from replay.privacy.files import PARTIAL_SUFFIX, FileRun, Writer, chunks, first_byte, read_array, read_jsonl
+from replay.privacy.files import (
+    PARTIAL_SUFFIX, FileRun, Writer, chunks, first_byte, read_array, read_chat, read_jsonl,
+)
 from replay.privacy.pseudonyms import UUID_RX, Pseudonyms
 from replay.privacy.records import Anonymizer
 from replay.privacy.schema import PATH_KEYS, TOOL_PATH_KEYS  # noqa: F401  (imported from here by callers)
@@ -201,7 +204,11 @@ def _anonymize_file(anon: Anonymizer, p: Path, root: Path, dst: Path, summary: A
         with w:
             run = FileRun(anon, summary, w, progress)
             try:
-                if not (first == b"[" and read_array(run, p)):
+                if first == b"[":
+                    done_whole = read_array(run, p)
+                else:  # a Gemini CLI chat file is one JSON object, whatever its suffix
+                    done_whole = first == b"{" and read_chat(run, p)
+                if not done_whole:
                     with open(p, "rb") as f:
                         read_jsonl(run, f)
             finally:

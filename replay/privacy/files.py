@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 
+from replay.privacy.gemini_chat import ChatWalker, is_chat
+
 if TYPE_CHECKING:
     from replay.privacy.anonymize import AnonymizeSummary
     from replay.privacy.records import Anonymizer
@@ -265,4 +267,52 @@ def read_array(run: FileRun, p: Path) -> bool:
             run.drop("too_deep")
             return True
         run.records = len(out)
+    return True
+
+
+def read_chat(run: FileRun, p: Path) -> bool:
+    """A Gemini CLI chat file (one JSON object with a ``messages`` array, whatever the file's
+    name ends with), written back as one object: pretty-printed when the input was, else on
+    one line. False when the file is not one (then it is read as JSONL). Its records are its
+    messages; a chat with no message counts as one record (its header is still copied)."""
+    with open(p, "rb") as f:
+        line = f.readline()
+    if line.strip() == b"{":  # pretty-printed: the object opens on a line of its own
+        compact = False
+    else:
+        try:
+            head, _ = loads_repairing(line)
+        except orjson.JSONDecodeError:
+            return False  # a JSONL log with a bad first line: never read whole
+        if not is_chat(head):
+            return False  # a JSONL log: never read whole
+        compact = True
+        del head
+    del line
+    data = p.read_bytes()
+    try:
+        doc, repaired = loads_repairing(data)
+    except orjson.JSONDecodeError:
+        return False
+    del data
+    if not is_chat(doc):
+        return False
+    run.s.invalid_utf8 += repaired
+    try:
+        anon = ChatWalker(run.anon).document(doc)
+    except RecursionError:
+        run.drop("too_deep")
+        return True
+    n = max(1, len(doc["messages"]))
+    doc = None
+    run.batch.append(anon)
+    out = run.anonymized()
+    if out:
+        try:
+            blob = orjson.dumps(out[0], option=0 if compact else orjson.OPT_INDENT_2)
+        except (orjson.JSONEncodeError, RecursionError):
+            run.drop("too_deep")
+            return True
+        run.w.write(blob + b"\n")
+        run.records = n
     return True
