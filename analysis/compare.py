@@ -1,7 +1,9 @@
 """Policy comparison: one row per finished run with its figures and deltas vs the baseline.
 
 Read-only over the DuckDB file. The baseline of a run is the latest finished `noop` run of
-the same dataset with the same cache-model and price settings; the baseline's own fidelity
+the same dataset with the same cache-model and price settings (the stored cache configuration
+includes a run's dataset slice, so a sliced run is measured only against a baseline of the same
+slice, and that baseline's fidelity only over the slice's sessions); the baseline's own fidelity
 (simulated vs recorded cost, on sessions whose log records usage) is reported with it,
 because every saving is measured against it.
 
@@ -47,13 +49,19 @@ def run_totals(con, dataset: str | None = None) -> pd.DataFrame:
     return df
 
 
-def recorded_cost(con, dataset: str, prices) -> dict[str, float]:
+def recorded_cost(con, dataset: str, prices, run_id: str | None = None) -> dict[str, float]:
     """Recorded usage and its cost over sessions whose log has usage, each request priced on its
-    own at its model's and speed's rates (the one pricing path, shared with `validate`)."""
+    own at its model's and speed's rates (the one pricing path, shared with `validate`).
+    ``run_id``: only the sessions that run replayed (a run of a dataset slice)."""
     from replay.experiments.validate import recorded_cost as priced_per_request
 
+    fields = ("input_total", "cache_read", "cache_write", "cost")
     rec = priced_per_request(con, dataset, prices)
-    return {f: rec[f] for f in ("input_total", "cache_read", "cache_write", "cost")}
+    if run_id is None:
+        return {f: rec[f] for f in fields}
+    keys = {k for (k,) in con.execute("SELECT session_key FROM run_sessions WHERE run_id = ?", [run_id]).fetchall()}
+    per = [v for k, v in rec["per_session"].items() if k in keys and v["requests_with_usage"]]
+    return {f: float(sum(v[f] for v in per)) for f in fields}
 
 
 def agent_totals(con, dataset: str | None = None) -> dict[str, dict[str, dict[str, float]]]:
@@ -87,7 +95,8 @@ def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
     for key, b in baselines.items():
         prices = json.loads(key[2])
         table = PriceTable(prices["price_date"], prices.get("overrides") or {}, prices.get("override_file"))
-        rec = recorded_cost(con, key[0], table)
+        sliced = "slice" in json.loads(key[1])
+        rec = recorded_cost(con, key[0], table, None if not sliced else b["run_id"])
         keys = con.execute(
             "SELECT session_key FROM requests r JOIN sessions s USING (session_key) WHERE s.dataset = ? "
             "GROUP BY session_key HAVING bool_or(has_usage)", [key[0]]).fetchall()
@@ -174,8 +183,8 @@ def add_intervals(con, rows: list[dict], **kw) -> None:
 
 
 def configuration_key(r: dict, *, variant: bool = True) -> tuple:
-    """What makes two runs the same configuration: dataset, policy, parameters, prices and the
-    cache-model settings (``CacheConfig`` fields only: a sweep's bookkeeping is not a setting),
+    """What makes two runs the same configuration: dataset (and slice), policy, parameters, prices
+    and the cache-model settings (``CacheConfig`` fields only: a sweep's bookkeeping is not a setting),
     with or without the variant (``observed_evictions``)."""
     import dataclasses
 
@@ -183,6 +192,8 @@ def configuration_key(r: dict, *, variant: bool = True) -> tuple:
 
     fields = {f.name for f in dataclasses.fields(CacheConfig)} - ({"observed_evictions"} if not variant else set())
     cache = {k: v for k, v in r["cache_config"].items() if k in fields}
+    if r["cache_config"].get("slice"):
+        cache["slice"] = r["cache_config"]["slice"]
     return (r["dataset"], r["policy"], json.dumps(r["params"], sort_keys=True), json.dumps(cache, sort_keys=True),
             json.dumps(r["prices"], sort_keys=True))
 

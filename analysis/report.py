@@ -38,7 +38,7 @@ def _num(v, nd=0) -> str:
 
 
 def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
-          max_risk: dict[str, float] | None = None) -> dict[str, Any]:
+          max_risk: dict[str, float] | None = None, slice: dict | None = None) -> dict[str, Any]:
     """Write the report into ``out_dir``: everything is written into a temporary folder inside
     it and moved into place once complete (``index.html`` last), so a failed or interrupted run
     leaves no partial report under the final names (and no new ``out_dir`` if it made one)."""
@@ -46,7 +46,7 @@ def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
     out_dir.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".report-tmp-", dir=out_dir))
     try:
-        res = _build(db, dataset, out_dir, stage, objective=objective, max_risk=max_risk)
+        res = _build(db, dataset, out_dir, stage, objective=objective, max_risk=max_risk, slice=slice)
         finals = [p.relative_to(stage) for p in stage.rglob("*") if p.is_file()]
         for rel in sorted(finals, key=lambda r: (r.name == "index.html", r.name == "report.md", str(r))):
             (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -62,8 +62,10 @@ def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
 
 
 def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str,
-           max_risk: dict[str, float] | None) -> dict[str, Any]:
-    """The report of ``dataset``, written into ``stage`` (it is moved to ``out_dir`` afterwards)."""
+           max_risk: dict[str, float] | None, slice: dict | None = None) -> dict[str, Any]:
+    """The report of ``dataset``, written into ``stage`` (it is moved to ``out_dir`` afterwards),
+    over the runs of ``slice`` (None: the runs of the whole dataset; a run's slice is its
+    ``cache_config["slice"]``)."""
     from replay import __version__
     from replay import store
     from replay.model.costs import library_version
@@ -79,8 +81,10 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         overview = tables.dataset_overview(con, dataset)
         ds_meta = con.execute("SELECT key_fingerprint, token_counter FROM datasets WHERE name = ?",
                               [dataset]).fetchone()
-        rows = compare(con, dataset)
+        rows = [r for r in compare(con, dataset) if r["cache_config"].get("slice") == slice]
         df = tables.runs(con, dataset)
+        if not df.empty:
+            df = df[df["run_id"].isin({r["run_id"] for r in rows})].reset_index(drop=True)
         fid = validate(con, dataset, ReplayOptions())
         tb = tables.tool_breakdown(con, dataset)
         ans = answer(con, rows, objective, max_risk)
@@ -88,7 +92,9 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     finally:
         con.close()
     if not rows:
-        raise ValueError(f"no finished runs for dataset {dataset!r}; run `ctxreplay replay` first")
+        raise ValueError(f"no finished runs for dataset {dataset!r}" + (
+            f" in the slice {json.dumps(slice, sort_keys=True)}; run `ctxreplay replay` with the same slice options "
+            "first" if slice else "; run `ctxreplay replay` first"))
     m = tables.with_baseline(df)
     mc = tables.calibrated(m)
     figures: list[tuple[str, str, Path]] = []  # (section, caption, png)
@@ -177,7 +183,11 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
            f"- intervals: paired percentile bootstrap over sessions, {iv.N_RESAMPLES:,} resamples, seed {iv.SEED}, "
            "95% (`analysis/intervals.py`)",
            f"- runs: {len(rows)} ({', '.join(sorted({r['policy'] for r in rows}))}); regenerate with "
-           f"`ctxreplay report --db {db} --dataset {dataset} --out {out_dir}`", ""]
+           f"`ctxreplay report --db {db} --dataset {dataset} --out {out_dir}`"
+           + (" and the slice options below" if slice else ""), ""]
+    if slice:
+        md.insert(-1, f"- dataset slice: `{json.dumps(slice, sort_keys=True)}` (the runs cover only the sessions of "
+                  "this slice; the dataset overview, fidelity check and tool breakdown cover the whole dataset)")
     (stage / "report.md").write_text("\n".join(md))
     (stage / "index.html").write_text(_html(md, figures, stage, dataset))
     rec = tables.recommend(df, objective, max_risk)

@@ -13,6 +13,13 @@ whose single assistant line holds a ``--line-mb`` MB (default 50) tool result. T
 the peak of the same command on a one-turn session (interpreter, DuckDB and tokenizer loaded).
 
     python bench/ingest.py --memory [--size-mb 196] [--line-mb 50] [--tmp /tmp]
+
+``--jobs N`` instead times whole processes: `ctxreplay ingest PATH --jobs 1` and ``--jobs N``
+(a fresh database each, best of ``--repeat``), prints the speed-up, and, where `ccusage` is
+installed, the same for `ccusage session` on the same files (it reads them from a temporary
+``CLAUDE_CONFIG_DIR`` of links); where it is not, it says so.
+
+    python bench/ingest.py ../shared/logs/entire-cli --jobs 2 [--repeat 3]
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -155,6 +163,51 @@ def memory(size_mb: float, line_mb: float, tmp: Path | None) -> None:
                   f"{peak - base:.0f} MB above baseline) in {secs:.1f} s ({mb / secs:.1f} MB/s incl. start-up)")
 
 
+def _best(cmd: list[str], repeat: int, env: dict, fresh: Path | None = None) -> float:
+    """Best whole-process wall seconds of ``cmd`` over ``repeat`` runs (``fresh``: deleted before each)."""
+    best = float("inf")
+    for _ in range(repeat):
+        if fresh is not None:
+            for f in fresh.parent.glob(fresh.name + "*"):
+                f.unlink()
+        t = time.perf_counter()
+        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def parallel(path: Path, jobs: int, repeat: int) -> None:
+    """Whole-process `ingest --jobs 1` vs ``--jobs N``, and `ccusage session` where installed."""
+    from replay.ingest.keys import load_or_create_master_key
+
+    logs = sorted(f for f in (path.rglob("*") if path.is_dir() else [path]) if f.suffix in (".jsonl", ".json"))
+    mb = sum(f.stat().st_size for f in logs) / 1e6
+    print(f"corpus: {path} ({len(logs)} files, {mb:.1f} MB); {os.cpu_count()} CPUs; best of {repeat}, whole process")
+    with tempfile.TemporaryDirectory(prefix="ctxreplay-bench-") as d:
+        work = Path(d)
+        load_or_create_master_key(work / "key")
+        env = {**os.environ, "CTXREPLAY_KEY_FILE": str(work / "key")}
+        secs = {}
+        for n in sorted({1, jobs}):
+            db = work / f"jobs{n}.duckdb"
+            secs[n] = _best([sys.executable, "-m", "replay.cli", "ingest", str(path), "--db", str(db), "-q",
+                             "--jobs", str(n)], repeat, env, fresh=db)
+            print(f"ctxreplay ingest --jobs {n}: {secs[n]:.2f} s ({mb / secs[n]:.1f} MB/s)")
+        if jobs > 1:
+            print(f"--jobs {jobs} speed-up over --jobs 1: {secs[1] / secs[jobs]:.2f}x")
+        ccusage = shutil.which("ccusage")
+        if not ccusage:
+            print("ccusage: not installed here (not on PATH): no comparison with `ccusage session`")
+            return
+        projects = work / "claude" / "projects" / "bench"
+        projects.mkdir(parents=True)
+        for i, f in enumerate(logs):
+            (projects / f"{i:05d}-{f.name}").symlink_to(f.resolve())
+        cenv = {**os.environ, "CLAUDE_CONFIG_DIR": str(work / "claude")}
+        c = _best([ccusage, "session", "--json", "--offline"], repeat, cenv)
+        print(f"ccusage session: {c:.2f} s  ->  ctxreplay ingest --jobs {jobs} is {c / secs[jobs]:.2f}x ccusage")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("path", nargs="?", type=Path, default=DEFAULT)
@@ -163,7 +216,14 @@ def main() -> None:
     ap.add_argument("--size-mb", type=float, default=196.0)
     ap.add_argument("--line-mb", type=float, default=50.0)
     ap.add_argument("--tmp", type=Path, default=None, help="where the synthetic files are written")
+    ap.add_argument("--jobs", type=int, default=0,
+                    help="time whole-process `ingest --jobs 1` vs --jobs N (and ccusage where installed) instead")
     args = ap.parse_args()
+    if args.jobs:
+        if not args.path.exists():
+            sys.exit(f"{args.path} not found; pass a log directory")
+        parallel(args.path, args.jobs, args.repeat)
+        return
     if args.memory:
         memory(args.size_mb, args.line_mb, args.tmp)
         return

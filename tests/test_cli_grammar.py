@@ -234,7 +234,13 @@ def test_ctrl_c_as_a_real_process_exits_130_and_leaves_the_database_whole(db, tm
                     + ']\n[cache]\nttl = ["log", "5m", "1h"]\n')
     p = subprocess.Popen([sys.executable, "-m", "replay.cli", "sweep", str(spec), "--db", str(copy), "-j"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    time.sleep(2.5)
+    # interrupt only once the sweep is writing (its WAL exists): under load, Python start-up
+    # alone can take seconds, and a SIGINT before the CLI runs is not what this tests
+    wal = copy.parent / (copy.name + ".wal")
+    deadline = time.monotonic() + 120
+    while not wal.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=300)
     if p.returncode == 0:

@@ -1,3 +1,4 @@
 from replay.cli.main import main
 
-main()
+if __name__ == "__main__":  # not when a worker process (spawn) imports the main module
+    main()

@@ -161,6 +161,33 @@ def key_file_option(help: str):
     return click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=help)
 
 
+def slice_options(f):
+    """--since/--until/--project/--model/--agent/--timezone/--key-file: which sessions (or, for
+    `usage` and `sessions`, which responses) a command covers. Shared by usage, sessions, replay,
+    sweep, compare and report; `replay.cli.usage.make_filters` turns them into `Filters`."""
+    opts = [
+        click.option("--since", metavar="DATE", default=None,
+                     help="Only responses on or after this day (YYYY-MM-DD or YYYYMMDD, in --timezone)."),
+        click.option("--until", metavar="DATE", default=None, help="Only responses on or before this day (inclusive)."),
+        click.option("--project", "projects", metavar="PATH", multiple=True,
+                     help="Only sessions of this project (repeatable): a path on this machine (pseudonymized with "
+                     "the key, never stored) or a project pseudonym as `--by project` shows it; folders below it "
+                     "count too. Needs a database that records projects."),
+        click.option("--model", "models", metavar="NAME", multiple=True,
+                     help="Only responses of this model (repeatable; exact name as `--by model` shows it)."),
+        click.option("--agent", "agents", metavar="NAME", multiple=True,
+                     help="Only sessions of this agent (repeatable): claude-code, codex, copilot-cli, gemini-cli."),
+        click.option("--timezone", "tz_name", metavar="ZONE", default="UTC", show_default=True,
+                     help="Time zone of days, weeks, months and --since/--until: an IANA name "
+                     "(Europe/Paris) or `local`."),
+        key_file_option("Key used to pseudonymize --project paths [default: $CTXREPLAY_KEY_FILE or "
+                        "~/.config/ctxreplay/key]; never created here."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
 def objective_option(help: str):
     return click.option("--objective", type=click.Choice(["cost", "tokens"]), default="cost", show_default=True,
                         help=help)

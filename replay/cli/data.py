@@ -20,9 +20,12 @@ from replay.cli.usage import filter_options
 @DB_OPTION
 @dataset_option("Dataset name the sessions are stored under.", default="default", show_default=True)
 @key_file_option("Master key for content hashes and pseudonyms [default: $CTXREPLAY_KEY_FILE or ~/.config/ctxreplay/key].")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker processes that read, parse and token-count files (one writer; no short form: -j is --json).")
 @json_option("Print the summary as JSON.")
 @QUIET_OPTION
-def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | None, as_json: bool, quiet: bool) -> None:
+def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | None, jobs: int, as_json: bool,
+           quiet: bool) -> None:
     """Ingest agent logs (files or directory trees) into content-free traces.
 
     Reads Claude Code `.jsonl` transcripts, Stop-hook JSON dumps and `subagents/agent-*.jsonl`
@@ -31,7 +34,7 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
     new version. Bad lines and unreadable files are reported and counted, never fatal;
     FIFOs, devices and sockets are skipped by name, never opened. Exits 1 when no given
     file could be used. A --key-file (or $CTXREPLAY_KEY_FILE) must exist: only the default
-    key is created on first use.
+    key is created on first use. --jobs N reads files in N processes; the result is the same.
     """
     from replay import store
     from replay.ingest.keys import open_master_key
@@ -43,7 +46,7 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
     with progress, fail_on(store.StoreError, ValueError, OSError):
         task = progress.add_task("", total=None)
         summary = run_ingest(
-            list(paths), db, dataset=dataset, master_key=master,
+            list(paths), db, dataset=dataset, master_key=master, jobs=jobs,
             on_total=lambda n: progress.update(task, total=n),
             on_progress=lambda n, name: progress.update(task, advance=n, description=clean(name[:40])),
         )

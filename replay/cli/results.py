@@ -10,7 +10,7 @@ from rich.table import Table
 
 from replay.cli.common import (
     DB_OPTION, cache_options, dataset_option, echo_json, err, esc, fail, fail_on, json_option, make_options,
-    max_risk_option, objective_option, open_db, out, out_dir_option, pick_dataset, print_table
+    max_risk_option, objective_option, open_db, out, out_dir_option, pick_dataset, print_table, slice_options
 )
 
 
@@ -44,8 +44,10 @@ def _sort_key(by: str):
 @click.option("--run-baselines", is_flag=True,
               help="Run the missing no-op baselines first (one `replay --policy noop` per cache setting that has "
               "runs but no baseline), so every saving can be measured.")
+@slice_options
 @json_option("Print strict JSON (one object per run; no NaN: missing values are null).")
-def compare(db, dataset, policies, sort, limit, run_baselines, as_json):
+def compare(db, dataset, policies, sort, limit, run_baselines, since, until, projects, models, agents, tz_name,
+            key_file, as_json):
     """Compare finished runs: tokens, cost, cache hit rate, busts and risk figures, with
     savings vs the no-op baseline run of the same dataset and cache settings, the baseline's
     own fidelity against the recorded bill, and each configuration's saving under both
@@ -57,7 +59,12 @@ def compare(db, dataset, policies, sort, limit, run_baselines, as_json):
     when its interval contains 0 or it is smaller than the baseline's own fidelity error.
 
     A saving needs a no-op run with the same cache and price settings: runs without one are
-    listed with the command that makes it (or give --run-baselines)."""
+    listed with the command that makes it (or give --run-baselines).
+
+    A run of a dataset slice (`replay`/`sweep` with --since/--until/--project/--model/--agent)
+    is measured only against a no-op baseline of the same slice, never the whole dataset's.
+    Without those options every run is listed (a sliced run's settings end with its slice);
+    with them, only the runs of exactly that slice."""
     from analysis.compare import compare as run_compare
     from replay.policies import REGISTRY
 
@@ -66,9 +73,14 @@ def compare(db, dataset, policies, sort, limit, run_baselines, as_json):
         fail(f"--policy {unknown[0]!r}: no such policy; known: {', '.join(sorted(REGISTRY))}")
     con = open_db(db, read_only=not run_baselines)
     dataset = pick_dataset(con, dataset, db)
+    slc, sliced = _wanted_slice(con, dataset, (since, until, projects, models, agents, tz_name, key_file))
+
+    def of_slice(rows):
+        return [r for r in rows if r["cache_config"].get("slice") == slc] if sliced else rows
+
     if run_baselines:
-        _run_missing_baselines(con, db, dataset, run_compare(con, dataset), quiet=as_json)
-    rows = run_compare(con, dataset)
+        _run_missing_baselines(con, db, dataset, of_slice(run_compare(con, dataset)), quiet=as_json)
+    rows = of_slice(run_compare(con, dataset))
     for r in rows:
         if r["policy"] != "noop" and not r.get("baseline_run"):
             r["baseline_missing"] = _baseline_command(db, r)
@@ -80,8 +92,9 @@ def compare(db, dataset, policies, sort, limit, run_baselines, as_json):
         click.echo(json.dumps(shown, indent=2, allow_nan=False))
         return
     if not rows:
-        out.print(f"no finished runs of {esc(dataset)} in {esc(db)}; run `ctxreplay replay --db {esc(db)} "
-                  "--policy noop` first")
+        extra = f" {slice_text(slc)}" if slc else ""
+        out.print(f"no finished runs of {esc(dataset)}{' in this slice' if slc else ''} in {esc(db)}; run "
+                  f"`ctxreplay replay --db {esc(db)} --policy noop{esc(extra)}` first")
         return
     if not shown:
         out.print(f"no finished runs of {esc(', '.join(policies))} ({len(rows)} runs of other policies)")
@@ -107,6 +120,20 @@ def compare(db, dataset, policies, sort, limit, run_baselines, as_json):
               "than that baseline's fidelity error)")
 
 
+def _wanted_slice(con, dataset: str, slice_args: tuple) -> tuple[dict | None, bool]:
+    """(the slice the options select, whether any slice option was given)."""
+    from replay.cli.usage import make_slice
+
+    slc = make_slice(con, dataset, *slice_args)
+    return slc, slc is not None
+
+
+def slice_text(slc: dict | None) -> str:
+    from replay.cli.usage import slice_text as text
+
+    return text(slc)
+
+
 CACHE_FLAGS = (("ttl", "--ttl", "log"), ("breakpoints", "--breakpoints", "claude-code"),
                ("warm_start", "--warm-start", "log"), ("turn_end_write", "--turn-end-write", "always"))
 
@@ -125,7 +152,7 @@ def _baseline_command(db: Path, r: dict, variant: str | None = "") -> str:
     import shlex
 
     cfg, prices = r["cache_config"], r.get("prices") or {}
-    if set(cfg) - _cache_fields() or cfg.get("lookback_blocks") is not None or cfg.get("min_cacheable") is not None:
+    if set(cfg) - _cache_fields() - {"slice"} or cfg.get("lookback_blocks") is not None or cfg.get("min_cacheable") is not None:
         spec = cfg.get("sweep_spec")
         return (f"ctxreplay sweep {shlex.quote(str(spec)) if isinstance(spec, str) and len(spec) < 200 else 'SPEC'} "
                 f"--db {shlex.quote(str(db))}   (a sweep stores a no-op baseline per cache setting; re-running it "
@@ -143,7 +170,8 @@ def _baseline_command(db: Path, r: dict, variant: str | None = "") -> str:
 
         if prices["price_date"] != DEFAULT_PRICE_DATE:
             parts += ["--price-date", prices["price_date"]]
-    return " ".join(shlex.quote(p) for p in parts)
+    cmd = " ".join(shlex.quote(p) for p in parts)
+    return cmd + (" " + slice_text(cfg["slice"]) if cfg.get("slice") else "")
 
 
 def _missing_baselines(db: Path, rows: list[dict]) -> dict[str, list[str]]:
@@ -168,6 +196,7 @@ def _missing_baselines(db: Path, rows: list[dict]) -> dict[str, list[str]]:
 
 def _run_missing_baselines(con, db: Path, dataset: str, rows: list[dict], quiet: bool) -> None:
     """Store a no-op run for every (cache settings, prices) of `rows` that has runs but no baseline."""
+    from replay import store
     from replay.engine import ReplayOptions
     from replay.experiments import runs
     from replay.model.cache import CacheConfig
@@ -179,16 +208,22 @@ def _run_missing_baselines(con, db: Path, dataset: str, rows: list[dict], quiet:
         if r["policy"] == "noop" or r.get("baseline_run") or r["dataset"] != dataset:
             continue
         cfg = r["cache_config"]
-        if set(cfg) - _cache_fields():
+        if set(cfg) - _cache_fields() - {"slice"}:
             continue  # a sweep's run: its spec holds the baseline
         todo.setdefault(json.dumps([cfg, r["prices"]], sort_keys=True), (cfg, r["prices"]))
     if not todo:
         return
-    ds = runs.load(con, dataset)
+    loaded: dict[str, object] = {}
     for cfg, prices in todo.values():
+        slc = cfg.get("slice")
+        key = json.dumps(slc, sort_keys=True)
+        if key not in loaded:
+            with fail_on(store.StoreError):
+                loaded[key] = runs.load(con, dataset, slc)
         with fail_on(PriceError, ValueError):
             table = PriceTable(prices["price_date"], prices.get("overrides") or {}, prices.get("override_file"))
-            run_id, _ = runs.run_policy(con, ds, build("noop"), ReplayOptions(CacheConfig(**cfg), table))
+            cache = CacheConfig(**{k: v for k, v in cfg.items() if k != "slice"})
+            run_id, _ = runs.run_policy(con, loaded[key], build("noop"), ReplayOptions(cache, table), slice=slc)
         if not quiet:
             err.print(f"ran no-op baseline {esc(run_id)} ({esc(json.dumps(cfg))})")
 
@@ -212,6 +247,12 @@ def _settings(r: dict) -> str:
     return ", ".join(f"{k}={show_value(r['policy'], k, v)}" for k, v in nd.items()) or "defaults"
 
 
+def _sliced_settings(r: dict) -> str:
+    """The settings, then the run's dataset slice if it has one (`defaults; slice --since 2026-02-03`)."""
+    slc = r["cache_config"].get("slice")
+    return _settings(r) + (f"; slice {slice_text(slc)}" if slc else "")
+
+
 _print_table = print_table
 
 
@@ -223,7 +264,7 @@ def _print_runs(rows: list[dict]) -> None:
     for r in rows:
         f = r["figures"]
         variant = r["variant"].replace("_", "-")
-        t.add_row(esc(r["run_id"]), esc(r["policy"]), esc(_settings(r)), esc(r["cache_config"].get("ttl")), variant,
+        t.add_row(esc(r["run_id"]), esc(r["policy"]), esc(_sliced_settings(r)), esc(r["cache_config"].get("ttl")), variant,
                   f"{f['cost']:,.2f}", *(esc(_saving(r, k)) for k in ("cost", "context_tokens", "tokens_delivered")))
         risk.add_row(esc(r["run_id"]), esc(r["policy"]), variant,
                      "-" if f["hit_rate"] is None else f"{f['hit_rate']:.1%}", f"{f['busts']:.0f}", f"{f['hints']:.0f}",
@@ -247,7 +288,7 @@ def _print_variants(rows: list[dict]) -> None:
         seen.add(key)
         gap = (r.get("calibrated_minus_model_only") or {}).get("cost")
         cells = [esc(_saving({"policy": r["policy"], **v[name]}, "cost")) for name in ("calibrated", "model_only")]
-        t.add_row(esc(r["policy"]), esc(_settings(r)), esc(r["cache_config"].get("ttl")), *cells,
+        t.add_row(esc(r["policy"]), esc(_sliced_settings(r)), esc(r["cache_config"].get("ttl")), *cells,
                   "-" if gap is None else f"{100 * gap:+.2f} points")
     if seen:
         _print_table(t)
@@ -259,15 +300,22 @@ def _print_variants(rows: list[dict]) -> None:
 @out_dir_option("Directory for index.html, report.md and img/.", required=True)
 @objective_option("What the recommendation minimizes.")
 @max_risk_option("Risk limit of the recommendation [default: stale_refs=0, dangling_refs=0].")
+@slice_options
 @json_option("Print strict JSON: {out, runs, figures, recommendation, answer}.")
-def report(db, dataset, out_dir, objective, max_risk, as_json):
+def report(db, dataset, out_dir, objective, max_risk, since, until, projects, models, agents, tz_name, key_file,
+           as_json):
     """Write the policy report, led by the answer: the recommendation (or "no policy beats the
     baseline on these logs") with its saving in percent and dollars, its 95% interval and the
     runner-up's differing setting; then each configuration's saving under both cache-model
     variants, the baseline's fidelity (calibrated and model-only), dataset overview,
     leaderboard, per-agent table, Pareto plot, sweep heatmaps, cache-price study, per-tool
     breakdown, risk table and a reproducibility footer. index.html is self-contained (works offline). Files are written
-    under a temporary name and renamed when the whole report is complete."""
+    under a temporary name and renamed when the whole report is complete.
+
+    The report covers the runs of one slice of the dataset: without --since/--until/--project/
+    --model/--agent the runs of the whole dataset, with them only the runs stored for exactly
+    that slice (`replay` or `sweep` with the same options). The dataset overview, baseline
+    fidelity check and per-tool breakdown describe the whole dataset either way."""
     from analysis.report import build
     from replay.experiments.tune import parse_limits
     from replay.experiments.sweep import SpecError
@@ -276,13 +324,15 @@ def report(db, dataset, out_dir, objective, max_risk, as_json):
         limits = parse_limits(max_risk) if max_risk else None
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
+    slc, _ = _wanted_slice(con, dataset, (since, until, projects, models, agents, tz_name, key_file))
     con.close()
     with fail_on(ValueError, OSError):
-        res = build(db, dataset, out_dir, objective=objective, max_risk=limits)
+        res = build(db, dataset, out_dir, objective=objective, max_risk=limits, slice=slc)
     if as_json:
         from analysis.compare import strict
 
-        click.echo(json.dumps(strict({"dataset": dataset, **res}), indent=2, allow_nan=False, default=str))
+        click.echo(json.dumps(strict({"dataset": dataset, "slice": slc, **res}), indent=2, allow_nan=False,
+                              default=str))
         return
     out.print(f"wrote {esc(out_dir)}/index.html and report.md ({res['runs']} runs, {res['figures']} figures)")
     out.print(esc(res["answer"]["headline"]))
@@ -290,7 +340,8 @@ def report(db, dataset, out_dir, objective, max_risk, as_json):
         from analysis.compare import compare as run_compare
 
         con = open_db(db)
-        rows = [r for r in run_compare(con, dataset) if r["policy"] != "noop" and not r.get("baseline_run")]
+        rows = [r for r in run_compare(con, dataset) if r["policy"] != "noop" and not r.get("baseline_run")
+                and r["cache_config"].get("slice") == slc]
         for r in rows:
             r["baseline_missing"] = True
         for cmd, ids in _missing_baselines(db, rows).items():

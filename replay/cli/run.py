@@ -10,7 +10,8 @@ from rich.table import Table
 
 from replay.cli.common import (
     DB_OPTION, SPEC_ARGUMENT, cache_options, count_progress, dataset_option, echo_json, esc, fail, fail_on,
-    json_option, make_options, max_risk_option, objective_option, open_db, out, pick_dataset, print_table
+    json_option, make_options, max_risk_option, objective_option, open_db, out, pick_dataset, print_table,
+    slice_options
 )
 
 SPEC_DATASET_HELP = "Dataset [default: the spec's, or the only one]."
@@ -26,13 +27,26 @@ def _parse_sets(sets: tuple[str, ...]) -> dict[str, str]:
     return parsed
 
 
-def _load_dataset(db: Path, dataset: str | None):
-    """Open `db` for writing runs and load the chosen dataset: (connection, name, dataset)."""
+def _load_dataset(db: Path, dataset: str | None, slice_args: tuple | None = None):
+    """Open `db` for writing runs and load the chosen dataset: (connection, name, dataset, slice);
+    ``slice_args``: the slice options' values (None or none given: the whole dataset)."""
+    from replay import store
     from replay.experiments import runs
 
     con = open_db(db, read_only=False)
     dataset = pick_dataset(con, dataset, db)
-    return con, dataset, runs.load(con, dataset)
+    slc = _slice(con, dataset, slice_args)
+    with fail_on(store.StoreError):
+        return con, dataset, runs.load(con, dataset, slc), slc
+
+
+def _slice(con, dataset: str, slice_args: tuple | None) -> dict | None:
+    """The stored form of the slice options (`replay.cli.usage.make_slice`); None: whole dataset."""
+    if not slice_args:
+        return None
+    from replay.cli.usage import make_slice
+
+    return make_slice(con, dataset, *slice_args)
 
 
 @click.command()
@@ -125,13 +139,21 @@ def _variants(variants: str | None, observed_evictions: str) -> list[str]:
               help="Cache-model variants to store a run for: calibrated (observed evictions replayed from the log), "
               "model-only (not), or both, so `compare` shows how much of a saving rests on the calibration "
               "[default: both, or the one --observed-evictions names].")
+@slice_options
 @json_option("Print the run summary as JSON.")
 def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints, observed_evictions, prices_file,
-           price_date, variants, as_json):
+           price_date, variants, since, until, projects, models, agents, tz_name, key_file, as_json):
     """Replay a dataset through a policy and store the run (figures per session, optionally per request).
 
     By default one run is stored per cache-model variant (calibrated and model-only), each
-    compared by `ctxreplay compare` with the no-op baseline of the same variant."""
+    compared by `ctxreplay compare` with the no-op baseline of the same variant.
+
+    --since/--until/--project/--model/--agent replay a slice of the dataset (nothing is
+    re-ingested): the sessions with at least one recorded request on a day in [--since,
+    --until] (inclusive, in --timezone, UTC by default) of one of the --model names, whose
+    agent is one of --agent and whose project is --project or a folder below it. A session in
+    the slice is replayed whole. The slice is stored in the run's configuration, so `compare`
+    measures the run only against a no-op baseline of the same slice."""
     from replay.experiments import runs
     from replay.model.costs import PriceError
     from replay.policies import ParamError, build
@@ -142,25 +164,28 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
         policy = build(policy_name, params)
         opts = {v: make_options(ttl, breakpoints, VARIANT_EVICTIONS[v], prices_file, price_date, detail)
                 for v in chosen}
-    con, dataset, ds = _load_dataset(db, dataset)
+    con, dataset, ds, slc = _load_dataset(db, dataset, (since, until, projects, models, agents, tz_name, key_file))
     progress = count_progress(f"replay {policy.name}", "{task.completed}/{task.total}", disable=as_json)
     done: dict[str, dict] = {}
     with fail_on(PriceError), progress:
         task = progress.add_task("", total=len(ds.sessions) * len(chosen))
         for v in chosen:
-            run_id, results = runs.run_policy(con, ds, policy, opts[v], on_session=lambda s: progress.advance(task))
+            run_id, results = runs.run_policy(con, ds, policy, opts[v], on_session=lambda s: progress.advance(task),
+                                              slice=slc)
             done[v] = {"run_id": run_id, "sessions": len(results),
                        "totals": {k: sum(r.figures[k] for r in results) for k in results[0].figures} if results else {}}
     first = done[chosen[0]]
     if as_json:
-        echo_json({"run_id": first["run_id"], "policy": policy.name, "dataset": dataset, "variant": chosen[0],
+        echo_json({"run_id": first["run_id"], "policy": policy.name, "dataset": dataset, "slice": slc,
+                   "sessions": first["sessions"], "variant": chosen[0],
                    "totals": first["totals"],
                    "variants": {v.replace("-", "_"): {"run_id": d["run_id"], "totals": d["totals"]}
                                 for v, d in done.items()}}, default=None)
         return
     for v, d in done.items():
         tot = d["totals"]
-        out.print(f"run [bold]{esc(d['run_id'])}[/]: {esc(policy.name)} on {esc(dataset)}, {v} ({d['sessions']} "
+        on = dataset + (f" (slice {_slice_text(slc)})" if slc else "")
+        out.print(f"run [bold]{esc(d['run_id'])}[/]: {esc(policy.name)} on {esc(on)}, {v} ({d['sessions']} "
                   f"sessions, {ds.n_requests} requests)")
         if tot:
             out.print(f"  input {tot['input_total']:,.0f} tokens: read {tot['cache_read']:,.0f}, "
@@ -178,6 +203,12 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
             cmd = _baseline_command(db, row, None if len(missing) == 2 else "")
             out.print(f"[yellow]no no-op baseline with these settings yet ({', '.join(missing)}): `ctxreplay compare` "
                       f"measures savings against one; store it with[/]\n  {esc(cmd)}")
+
+
+def _slice_text(slc: dict | None) -> str:
+    from replay.cli.usage import slice_text
+
+    return slice_text(slc)
 
 
 def _has_baseline(con, run_id: str) -> bool:
@@ -227,13 +258,19 @@ def runs_cmd(db, dataset, as_json):
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
               help="local: joblib processes; dask: a Dask distributed cluster (pip install 'ctxreplay[dask]').")
 @click.option("--scheduler", default=None, help="Dask scheduler address for --executor dask (tcp://HOST:8786).")
+@slice_options
 @json_option("Print the summary as JSON.")
-def sweep(spec_file, db, dataset, jobs, executor, scheduler, as_json):
+def sweep(spec_file, db, dataset, jobs, executor, scheduler, since, until, projects, models, agents, tz_name,
+          key_file, as_json):
     """Run a parameter sweep from a TOML spec (grid and/or random samples over policy
     parameters and cache/price settings). Each point is a run grouped under one sweep id.
 
     Re-running the same spec resumes it: finished points and already stored sessions are
     skipped. See examples/*.toml.
+
+    --since/--until/--project/--model/--agent sweep a slice of the dataset, chosen as
+    `replay` chooses it; the slice is part of the sweep id (the same spec on another slice is
+    another sweep) and stored in every run's configuration, its no-op baselines included.
     """
     from replay import store
     from replay.experiments.sweep import SpecError, load_spec, run_sweep
@@ -242,18 +279,19 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, as_json):
         spec = load_spec(spec_file)
     con = open_db(db)
     dataset = pick_dataset(con, dataset or spec.dataset, db)
+    slc = _slice(con, dataset, (since, until, projects, models, agents, tz_name, key_file))
     con.close()
     progress = count_progress(f"sweep {spec.name}", "{task.completed}/{task.total} session-configs", disable=as_json)
     with fail_on(SpecError, store.StoreError), progress:
         task = progress.add_task("", total=None)
         res = run_sweep(db, spec, dataset, jobs=jobs, executor=executor, scheduler=scheduler,
                         on_total=lambda n: progress.update(task, total=n),
-                        on_progress=lambda n: progress.advance(task, n))
+                        on_progress=lambda n: progress.advance(task, n), slice=slc)
     summary = {"sweep_id": res.sweep_id, "points": res.points, "points_already_finished": res.skipped_points,
                "session_configs_run": res.sessions_done, "session_configs_resumed": res.sessions_skipped,
                "seconds": round(res.seconds, 2),
                "blocks_configs_per_s": round(res.blocks_configs / res.seconds) if res.seconds else None,
-               "run_ids": res.run_ids}
+               "run_ids": res.run_ids, "slice": slc}
     if as_json:
         echo_json(summary, default=None)
         return
@@ -282,7 +320,7 @@ def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
     with fail_on(SpecError):
         spec = load_spec(spec_file)
         limits = parse_limits(max_risk)
-    con, dataset, ds = _load_dataset(db, dataset or spec.dataset)
+    con, dataset, ds, _ = _load_dataset(db, dataset or spec.dataset)
     progress = count_progress("tune", "{task.completed}/{task.total} trials", disable=as_json)
     with fail_on(SpecError), progress:
         task = progress.add_task("", total=trials)

@@ -12,8 +12,8 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, dataset_option, echo_json, esc, fail, fail_on, fmt_ts, json_option, key_file_option, open_db, out,
-    pick_dataset, print_table
+    DB_OPTION, dataset_option, echo_json, esc, fail, fail_on, fmt_ts, json_option, open_db, out, pick_dataset,
+    print_table, slice_options
 )
 
 GROUPS = ("day", "week", "month", "session", "project", "model", "agent")
@@ -21,24 +21,9 @@ PSEUDONYM = re.compile(r"^/?[0-9a-f]{10}(\.[a-z0-9]{1,6})?(/[0-9a-f]{10}(\.[a-z0
 
 
 def filter_options(f):
-    """--since/--until/--project/--model/--agent/--timezone/--key-file/--prices/--price-date."""
+    """The slice options (`common.slice_options`) and --prices/--price-date."""
     opts = [
-        click.option("--since", metavar="DATE", default=None,
-                     help="Only responses on or after this day (YYYY-MM-DD or YYYYMMDD, in --timezone)."),
-        click.option("--until", metavar="DATE", default=None, help="Only responses on or before this day (inclusive)."),
-        click.option("--project", "projects", metavar="PATH", multiple=True,
-                     help="Only sessions of this project (repeatable): a path on this machine (pseudonymized with "
-                     "the key, never stored) or a project pseudonym as `--by project` shows it; folders below it "
-                     "count too. Needs a database that records projects."),
-        click.option("--model", "models", metavar="NAME", multiple=True,
-                     help="Only responses of this model (repeatable; exact name as `--by model` shows it)."),
-        click.option("--agent", "agents", metavar="NAME", multiple=True,
-                     help="Only sessions of this agent (repeatable): claude-code, codex, copilot-cli, gemini-cli."),
-        click.option("--timezone", "tz_name", metavar="ZONE", default="UTC", show_default=True,
-                     help="Time zone of days, weeks, months and --since/--until: an IANA name "
-                     "(Europe/Paris) or `local`."),
-        key_file_option("Key used to pseudonymize --project paths [default: $CTXREPLAY_KEY_FILE or "
-                        "~/.config/ctxreplay/key]; never created here."),
+        slice_options,
         click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      default=None, help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/"
                      "cache_write_1h/cache_read/output in $/Mtok), e.g. for a model without a library price."),
@@ -109,6 +94,62 @@ def make_filters(con, dataset: str, since, until, projects, models, agents, tz_n
     names = _project_pseudonyms(con, dataset, projects, key_file) if projects else {}
     return Filters(since=s, until=u, projects=tuple(names), models=tuple(models), agents=tuple(agents),
                    tz=_timezone(tz_name), project_names=names)
+
+
+def make_slice(con, dataset: str, since, until, projects, models, agents, tz_name, key_file) -> dict | None:
+    """The dataset slice the slice options select, as a run stores it in its configuration
+    (None: the whole dataset); see `replay.experiments.runs.slice_session_keys`."""
+    return slice_of(make_filters(con, dataset, since, until, projects, models, agents, tz_name, key_file))
+
+
+def slice_of(f) -> dict | None:
+    """`Filters` as a stored slice: ISO days, the time zone (an IANA name or a fixed offset
+    `+HH:MM`, only with a date bound), sorted project pseudonyms (never a raw path), models and agents."""
+    if not f.active():
+        return None
+    out: dict = {}
+    if f.since:
+        out["since"] = f.since.isoformat()
+    if f.until:
+        out["until"] = f.until.isoformat()
+    if f.since or f.until:
+        out["timezone"] = _zone_text(f.tz)
+    for name in ("projects", "models", "agents"):
+        v = sorted(set(getattr(f, name)))
+        if v:
+            out[name] = v
+    return out
+
+
+def _zone_text(tz) -> str:
+    from datetime import datetime, timezone
+
+    if tz == timezone.utc:
+        return "UTC"
+    key = getattr(tz, "key", None)
+    if key:
+        return key
+    off = tz.utcoffset(datetime.now())
+    minutes = int(off.total_seconds() // 60)
+    return f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def slice_text(slc: dict | None) -> str:
+    """A stored slice as options (`--since 2026-01-05 --agent codex`); '' for the whole dataset."""
+    import shlex
+
+    if not slc:
+        return ""
+    parts = []
+    for key, flag in (("since", "--since"), ("until", "--until")):
+        if slc.get(key):
+            parts += [flag, slc[key]]
+    for key, flag in (("projects", "--project"), ("models", "--model"), ("agents", "--agent")):
+        for v in slc.get(key) or ():
+            parts += [flag, v]
+    if slc.get("timezone", "UTC") != "UTC":
+        parts += ["--timezone", slc["timezone"]]
+    return " ".join(shlex.quote(p) for p in parts)
 
 
 def price_table(prices_file: Path | None, price_date: str | None):

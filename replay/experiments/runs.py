@@ -42,10 +42,15 @@ def git_sha() -> str:
 
 
 def start_run(con, policy: Policy, opts: ReplayOptions, dataset: str, sweep_id: str | None = None, *,
-              run_id: str | None = None, cache_extra: dict[str, Any] | None = None) -> str:
+              run_id: str | None = None, cache_extra: dict[str, Any] | None = None,
+              slice: dict[str, Any] | None = None) -> str:
     """Write the run row (status ``running``) with its full configuration; returns the run id
-    (``run_id``, or a new one). ``cache_extra`` is stored with the cache configuration."""
+    (``run_id``, or a new one). ``cache_extra`` is stored with the cache configuration, and so is
+    ``slice`` (as ``"slice"``) when the run covers a dataset slice: a run is compared only with a
+    baseline of the same cache configuration, so only with a baseline of the same slice."""
     run_id = run_id or uuid.uuid4().hex[:12]
+    if slice:
+        cache_extra = {**(cache_extra or {}), "slice": slice}
     con.execute(
         "INSERT INTO runs (run_id, sweep_id, policy, params, cache_config, prices, dataset, git_sha, ctxreplay_version, "
         "started_at, status, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
@@ -96,9 +101,11 @@ def fail_run(con, run_id: str, error: str) -> None:
 
 
 def run_policy(con, ds: Dataset, policy: Policy, opts: ReplayOptions, *, sweep_id: str | None = None,
-               on_session: Callable[[Any], None] | None = None) -> tuple[str, list[SessionResult]]:
-    """Replay ``ds`` under ``policy`` and store the run; returns (run_id, per-session results)."""
-    run_id = start_run(con, policy, opts, ds.name, sweep_id)
+               on_session: Callable[[Any], None] | None = None,
+               slice: dict[str, Any] | None = None) -> tuple[str, list[SessionResult]]:
+    """Replay ``ds`` under ``policy`` and store the run; returns (run_id, per-session results).
+    ``slice``: the slice ``ds`` was loaded with (``load(..., slice=)``), stored in the run's config."""
+    run_id = start_run(con, policy, opts, ds.name, sweep_id, slice=slice)
     try:
         results = []
         for s in ds.sessions:
@@ -144,8 +151,75 @@ def list_runs(con, dataset: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def load(con, dataset: str) -> Dataset:
+def load(con, dataset: str, slice: dict[str, Any] | None = None) -> Dataset:
+    """The dataset's arrays: all its sessions, or those of ``slice`` (``slice_session_keys``)."""
     if dataset not in store.dataset_names(con):
         known = ", ".join(store.dataset_names(con)) or "none (run `ctxreplay ingest` first)"
         raise store.StoreError(f"no dataset {dataset!r}; known: {known}")
-    return load_dataset(con, dataset)
+    if not slice:
+        return load_dataset(con, dataset)
+    return load_dataset(con, dataset, session_keys=slice_session_keys(con, dataset, slice))
+
+
+SLICE_KEYS = ("since", "until", "timezone", "projects", "models", "agents")
+
+
+def _zone(name: str):
+    import re
+    from datetime import timedelta, timezone
+
+    if name.upper() == "UTC":
+        return timezone.utc
+    m = re.fullmatch(r"([+-])(\d\d):(\d\d)", name)
+    if m:
+        off = timedelta(hours=int(m[2]), minutes=int(m[3]))
+        return timezone(-off if m[1] == "-" else off)
+    from zoneinfo import ZoneInfo
+
+    return ZoneInfo(name)
+
+
+def slice_session_keys(con, dataset: str, slice: dict[str, Any]) -> list[str]:
+    """The sessions of a dataset slice, sorted. A session is in the slice when its agent is one
+    of ``agents`` (if given), its project is one of ``projects`` or a folder below one (if
+    given), and it has at least one recorded request (any row of ``requests``, a resume's
+    copies included) that is both of one of ``models`` (if given) and timestamped on a day in
+    [``since``, ``until``] (inclusive, days in ``timezone``, UTC by default; with a date bound,
+    requests without a timestamp do not count). Every request of a session in the slice is
+    replayed, not only the matching ones. Raises ``StoreError`` when no session matches."""
+    from datetime import date, datetime, timezone
+
+    unknown = set(slice) - set(SLICE_KEYS)
+    if unknown:
+        raise store.StoreError(f"unknown slice key(s) {', '.join(sorted(unknown))}")
+    since = date.fromisoformat(slice["since"]) if slice.get("since") else None
+    until = date.fromisoformat(slice["until"]) if slice.get("until") else None
+    tz = _zone(slice.get("timezone") or "UTC")
+    models, agents = set(slice.get("models") or ()), set(slice.get("agents") or ())
+    projects = tuple(slice.get("projects") or ())
+    has_project = con.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'sessions' "
+                              "AND column_name = 'project'").fetchone()[0] > 0
+    if projects and not has_project:
+        raise store.StoreError("this database records no project for its sessions, so it cannot be sliced by "
+                               "project")
+    rows = con.execute(
+        f"""SELECT s.session_key, s.agent, {'s.project' if has_project else 'NULL'}, r.ts, coalesce(r.model, '')
+            FROM sessions s JOIN requests r USING (session_key) WHERE s.dataset = ?""", [dataset]).fetchall()
+    keys: set[str] = set()
+    for key, agent, project, ts, model in rows:
+        if key in keys or (agents and agent not in agents) or (models and model not in models):
+            continue
+        if projects and not (project and any(project == p or project.startswith(p.rstrip("/") + "/")
+                                             for p in projects)):
+            continue
+        if since or until:
+            if ts is None or ts < 0:
+                continue
+            day = datetime.fromtimestamp(ts / 1000, tz=timezone.utc).astimezone(tz).date()
+            if (since and day < since) or (until and day > until):
+                continue
+        keys.add(key)
+    if not keys:
+        raise store.StoreError(f"no session of dataset {dataset!r} is in the slice "
+                               f"{json.dumps(slice, sort_keys=True)}")
+    return sorted(keys)

@@ -49,7 +49,7 @@ from replay.model.cache import CacheConfig
 from replay.model.costs import DEFAULT_PRICE_DATE, PriceTable
 from replay.engine import SESSION_FIGURES, ReplayOptions, replay_session
 from replay.policies import ParamError, build, did_you_mean
-from replay.experiments.runs import insert_columns, start_run
+from replay.experiments.runs import insert_columns, slice_session_keys, start_run
 
 SPEC_KEYS = ("name", "policy", "dataset", "params", "grid", "cache", "random", "prices")
 CACHE_KEYS = ("ttl", "breakpoints", "observed_evictions", "lookback_blocks", "min_cacheable", "warm_start",
@@ -175,9 +175,13 @@ def _options(p: Point, prices_file: str | None, detail: bool = False) -> ReplayO
     return ReplayOptions(CacheConfig(**cache), prices, detail)
 
 
-def sweep_id(spec: SweepSpec, dataset: str) -> str:
-    body = json.dumps({"policy": spec.policy, "points": [p.key() for p in spec.points()], "dataset": dataset,
-                       "prices": spec.prices}, sort_keys=True)
+def sweep_id(spec: SweepSpec, dataset: str, slice: dict | None = None) -> str:
+    """The sweep's id: the same spec on the same dataset (and slice, if any) resumes the same sweep."""
+    body = {"policy": spec.policy, "points": [p.key() for p in spec.points()], "dataset": dataset,
+            "prices": spec.prices}
+    if slice:
+        body["slice"] = slice
+    body = json.dumps(body, sort_keys=True)
     return hashlib.blake2b(body.encode(), digest_size=6).hexdigest()
 
 
@@ -260,9 +264,11 @@ def run_sweep(
     db: Path, spec: SweepSpec, dataset: str | None = None, *, jobs: int = 1, executor: str = "local",
     scheduler: str | None = None, chunk_sessions: int | None = None, batch_rows: int = 2000,
     on_total: Callable[[int], None] | None = None, on_progress: Callable[[int], None] | None = None,
-    stop_after: int | None = None,
+    stop_after: int | None = None, slice: dict | None = None,
 ) -> SweepResult:
-    """Run (or resume) a sweep. ``stop_after`` ends after that many task results (tests)."""
+    """Run (or resume) a sweep. ``stop_after`` ends after that many task results (tests).
+    ``slice``: replay only the sessions of this dataset slice (``runs.slice_session_keys``); it
+    is part of the sweep id and stored in every run's config, baselines included."""
     if executor not in EXECUTORS:
         raise SpecError(f"unknown executor {executor!r}{did_you_mean(executor, EXECUTORS)}")
     t0 = time.perf_counter()
@@ -273,10 +279,11 @@ def run_sweep(
         if dataset is None or dataset not in names:
             raise store.StoreError(f"choose a dataset with --dataset (known: {', '.join(names) or 'none'})")
         warming = _start_workers(jobs) if executor == "local" and jobs > 1 else None
-        ds = load_dataset(con, dataset)  # worker start-up overlaps this load
+        keys = slice_session_keys(con, dataset, slice) if slice else None
+        ds = load_dataset(con, dataset, session_keys=keys)  # worker start-up overlaps this load
         if warming is not None:
             warming.join()
-        sid = sweep_id(spec, dataset)
+        sid = sweep_id(spec, dataset, slice)
         points = spec.baselines() + spec.points()
         todo: list[tuple[int, Point, str, list[int]]] = []
         skipped_points = skipped_sessions = 0
@@ -293,7 +300,8 @@ def run_sweep(
             if row is None:
                 pol = build(p.policy or spec.policy, p.params)
                 opts = _options(p, spec.prices)
-                start_run(con, pol, opts, dataset, sid, run_id=rid, cache_extra={"sweep_spec": spec.source})
+                start_run(con, pol, opts, dataset, sid, run_id=rid, cache_extra={"sweep_spec": spec.source},
+                          slice=slice)
             else:
                 con.execute("UPDATE runs SET status = 'running', pid = ? WHERE run_id = ?", [os.getpid(), rid])
             remaining = [index[k] for k in sorted(index) if k not in done]

@@ -5,7 +5,10 @@ pass hashes its bytes (an unchanged or byte-identical file is not read again), a
 one parses it record by record, reading only the bytes hashed. Whole files are written in
 bounded batches (``batch_blocks`` blocks or ``BATCH_SECONDS`` of reading, one transaction
 each), so an interruption keeps every batch finished before it and a re-run resumes; a
-file whose values do not fit the store fails alone, before its batch is written.
+file whose values do not fit the store fails alone, before its batch is written. With
+``jobs`` > 1, worker processes hash, parse and token-count the files; this process takes
+their traces in file order and alone checks, batches and writes them, so the database and
+the summary equal a ``jobs=1`` ingest (a worker that dies hands its files back to this process).
 
 A session found at several paths (a backup that is a shorter prefix copy, a moved
 project) is stored once: the copy with the most requests (then blocks) wins, as a grown
@@ -200,6 +203,7 @@ def ingest(
     on_total: Callable[[int], None] | None = None,
     batch_blocks: int = 20_000,
     master_key: bytes | None = None,
+    jobs: int = 1,
 ) -> IngestSummary:
     """Ingest every log under ``paths`` into ``db``. Per-file problems are counted, not raised.
 
@@ -207,6 +211,9 @@ def ingest(
     missing. A damaged database is refused (StoreError) before anything is written to it.
     Whole files are committed together once they hold ``batch_blocks`` blocks or were read
     over ``BATCH_SECONDS``, so an interruption loses at most that much work.
+
+    ``jobs`` > 1 hashes, parses and token-counts files in that many worker processes; this
+    process alone writes, in the same order and batches, so the result equals ``jobs=1``.
     """
     t0 = time.perf_counter()
     summary = IngestSummary()
@@ -220,12 +227,17 @@ def ingest(
         if on_total:
             on_total(sum(u.size for u in units))
         run = _Run(con, keys, dataset, summary, _BATCH or batch_blocks)
-        for unit in units:
-            item = run.read(unit)
-            if item is not None:
-                run.add(item)
-            if on_progress:
-                on_progress(unit.size, unit.main.name)
+        if jobs > 1 and len(units) > 1:
+            from replay.store.load_parallel import read_in_parallel
+
+            read_in_parallel(run, units, jobs, on_progress)
+        else:
+            for unit in units:
+                item = run.read(unit)
+                if item is not None:
+                    run.add(item)
+                if on_progress:
+                    on_progress(unit.size, unit.main.name)
         run.flush()
     finally:
         con.close()
@@ -287,14 +299,26 @@ class _Run:
             self.stored.setdefault((agent, sid), []).append((skey, fkey, n_blocks))
 
     def read(self, unit: Unit) -> store.PendingFile | None:
-        summary = self.summary
-        file_key = self.keys.short("file", str(unit.main), 16)
-        self.paths[file_key] = str(unit.main)
+        file_key = self.file_key(unit)
         try:
             content_hash, size, sizes = hash_unit(unit, self.keys)
         except OSError as e:
-            summary.failed.append((str(e.filename or unit.main), f"cannot read: {e.strerror or e}"))
+            self.summary.failed.append((str(e.filename or unit.main), f"cannot read: {e.strerror or e}"))
             return None
+        latest = self.check(file_key, content_hash, size)
+        if latest is None:
+            return None
+        return self.finish(unit, file_key, latest, content_hash, size,
+                           parse_unit(unit, self.keys, self.dataset, file_key, sizes))
+
+    def file_key(self, unit: Unit) -> str:
+        file_key = self.keys.short("file", str(unit.main), 16)
+        self.paths[file_key] = str(unit.main)
+        return file_key
+
+    def check(self, file_key: str, content_hash: str, size: int) -> int | None:
+        """The latest stored version of a file to read (0: none), None if unchanged or a duplicate (counted)."""
+        summary = self.summary
         summary.bytes += size
         latest, latest_hash = self.status.get(file_key, (0, None))
         if latest_hash == content_hash:
@@ -303,36 +327,20 @@ class _Run:
         if latest == 0 and (content_hash in self.known or any(p.content_hash == content_hash for p in self.pending)):
             summary.duplicates += 1
             return None
-        report = ReadReport()
-        if _SLOW_MS:
-            time.sleep(_SLOW_MS / 1000)
-        subs = sorted(unit.subagents)
-        try:
-            records = Records(unit.main, report, limit=sizes[unit.main])
-            reader = reader_for(records)
-            trace = reader.read_session(unit.main, self.keys, self.dataset, file_key, report, subagent_files=subs,
-                                        records=records, limits=sizes)
-        except FileError as e:
-            summary.failed.append((str(unit.main), str(e)))
-            summary.report.merge(report)
+        return latest
+
+    def finish(self, unit: Unit, file_key: str, latest: int, content_hash: str, size: int,
+               parsed: "Parsed") -> store.PendingFile | None:
+        """The file to write from a parse (None if it failed: counted)."""
+        if parsed.failure is not None:
+            self.summary.failed.append(parsed.failure)
+            if parsed.merge_report:
+                self.summary.report.merge(parsed.report)
             return None
-        except OSError as e:
-            summary.failed.append((str(e.filename or unit.main), f"cannot read: {e.strerror or e}"))
-            return None
-        except Exception as e:  # a reader bug must not cost the user the other files
-            summary.failed.append((str(unit.main), f"internal error while reading ({type(e).__name__}: {e}); please report"))
-            return None
-        if trace is not None:
-            try:
-                check_trace(trace)
-            except Exception as e:  # a value that does not fit its column: this file fails alone
-                summary.failed.append((str(unit.main), f"a value does not fit the trace ({type(e).__name__}: "
-                                                       f"{str(e)[:80]}); please report"))
-                return None
-        summary.report.merge(report)
+        self.summary.report.merge(parsed.report)
         return store.PendingFile(
-            trace, self.dataset, file_key, latest + 1, content_hash, size, len(subs), reader.AGENT,
-            dict(report.skipped),
+            parsed.trace, self.dataset, file_key, latest + 1, content_hash, size, len(unit.subagents), parsed.agent,
+            dict(parsed.report.skipped),
         )
 
     def add(self, p: store.PendingFile) -> None:
@@ -446,3 +454,42 @@ class _Run:
 
     def _name(self, file_key: str) -> str:
         return self.paths.get(file_key) or f"a file ingested earlier (file key {file_key})"
+
+
+@dataclass
+class Parsed:
+    """One unit read into a trace (``failure``: (path, reason) when it could not be)."""
+
+    trace: object = None
+    agent: str = ""
+    report: ReadReport = field(default_factory=ReadReport)
+    failure: tuple[str, str] | None = None
+    merge_report: bool = False  # a failed file's line counts still go to the summary
+
+
+def parse_unit(unit: Unit, keys: Keyring, dataset: str, file_key: str, sizes: dict[Path, int]) -> Parsed:
+    """Read one unit (the bytes hashed, ``sizes``) into a checked trace; any problem fails this file alone."""
+    report = ReadReport()
+    if _SLOW_MS:
+        time.sleep(_SLOW_MS / 1000)
+    subs = sorted(unit.subagents)
+    try:
+        records = Records(unit.main, report, limit=sizes[unit.main])
+        reader = reader_for(records)
+        trace = reader.read_session(unit.main, keys, dataset, file_key, report, subagent_files=subs,
+                                    records=records, limits=sizes)
+    except FileError as e:
+        return Parsed(report=report, failure=(str(unit.main), str(e)), merge_report=True)
+    except OSError as e:
+        return Parsed(report=report, failure=(str(e.filename or unit.main), f"cannot read: {e.strerror or e}"))
+    except Exception as e:  # a reader bug must not cost the user the other files
+        return Parsed(report=report, failure=(
+            str(unit.main), f"internal error while reading ({type(e).__name__}: {e}); please report"))
+    if trace is not None:
+        try:
+            check_trace(trace)
+        except Exception as e:  # a value that does not fit its column: this file fails alone
+            return Parsed(report=report, failure=(
+                str(unit.main), f"a value does not fit the trace ({type(e).__name__}: {str(e)[:80]}); please report"))
+    return Parsed(trace, reader.AGENT, report)
+
