@@ -60,13 +60,14 @@ def turn_ends(st: Stream) -> list[tuple[int, int]]:
 
 def base_prefix(st: Stream, k: int, u: int) -> float:
     """The log's own size of request k's prefix up to block u (overhead, blocks, residual)."""
-    csum = _csum(st)
+    csum = base_csum(st)
     s0 = st.part_start.get(st.r_partition[k], 0)
     res = st.r_residual[k] if st.r_residual else 0.0
     return st.overhead.get(st.r_model[k], 0.0) + csum[u] - csum[s0] + res
 
 
-def _csum(st: Stream) -> list[float]:
+def base_csum(st: Stream) -> list[float]:
+    """Prefix sums of the stream's baseline (anchored) block sizes, memoized; read-only."""
     got = st.__dict__.get("_base_csum")
     if got is None:
         got = [0.0]
@@ -99,7 +100,7 @@ def observed_write_position(st: Stream, k: int, pos: int) -> int:
     """The last block position request k's recorded read covers (the partition start if none)."""
     from bisect import bisect_right
 
-    csum = _csum(st)
+    csum = base_csum(st)
     rr = st.r_read[k]
     s0 = st.part_start.get(st.r_partition[k], 0)
     res = st.r_residual[k] if st.r_residual else 0.0

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
+from replay.engine.calibration import base_csum
 from replay.engine.pricing import Request
 from replay.model.arrays import Stream
 from replay.policies.base import Context, Policy
@@ -138,11 +139,7 @@ def fast_index(st: Stream, kinds: frozenset[int] | None) -> tuple[list[float], l
     memo = st.__dict__.setdefault("_fast_memo", {})
     got = memo.get(kinds)
     if got is None:
-        csum = [0.0]
-        acc = 0.0
-        for x in st.tokens:
-            acc += x
-            csum.append(acc)
+        csum = base_csum(st)
         part = st.partition
         events, epos = [], []
         for i in range(st.n_blocks):
