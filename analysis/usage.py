@@ -79,13 +79,22 @@ def parse_day(text: str) -> date:
     raise UsageError(f"{text!r} is not a date; expected YYYY-MM-DD (or YYYYMMDD)")
 
 
-def has_project_column(con) -> bool:
-    return _has_column(con, "sessions", "project")
+def has_project_column(con, dataset: str | None = None) -> bool:
+    """Whether the sessions (of ``dataset``, if named) record projects: the column exists (schema 6+)
+    and at least one session has one. Sessions ingested before schema 6, and logs that keep no
+    working directory (Gemini CLI), have none."""
+    if not _has_column(con, "sessions", "project"):
+        return False
+    if dataset is None:
+        return True
+    return con.execute("SELECT count(*) FROM sessions WHERE dataset = ? AND project IS NOT NULL",
+                       [dataset]).fetchone()[0] > 0
 
 
-NO_PROJECT_MESSAGE = ("this database records no project for its sessions: its trace keeps no working directory, "
-                      "so usage cannot be grouped or filtered by project (group by session, model, agent or date "
-                      "instead)")
+NO_PROJECT_MESSAGE = ("this database records no project for its sessions: their trace keeps no working directory "
+                      "(sessions ingested before ctxreplay recorded projects, or logs that keep none), so usage "
+                      "cannot be grouped or filtered by project; re-ingest the logs into a new database, or group "
+                      "by session, model, agent or date instead")
 
 
 def _has_column(con, table: str, column: str) -> bool:
@@ -176,7 +185,7 @@ def usage(con, dataset: str, by: str = "day", filters: Filters | None = None, pr
         raise UsageError(f"--by {by!r}: expected one of {', '.join(GROUPS)}")
     f = filters or Filters()
     prices = prices or PriceTable()
-    with_project = has_project_column(con)
+    with_project = has_project_column(con, dataset)
     if not with_project and (by == "project" or f.projects):
         raise UsageError(NO_PROJECT_MESSAGE)
     groups: dict[str, dict[str, Any]] = {}

@@ -147,3 +147,25 @@ def test_sweep_on_a_slice(db, tmp_path):
         assert _stored_sessions(db, rid) == wanted
         base = rows[rows[rid]["baseline_run"]]
         assert base["sweep_id"] == res["sweep_id"] and base["cache_config"]["slice"] == res["slice"]
+
+
+def test_slice_by_project(db):
+    """A project slice matches the session's keyed working-directory pseudonym or a folder above it."""
+    from replay import store
+    from replay.experiments.runs import slice_session_keys
+
+    con = store.connect(db, read_only=True)
+    try:
+        rows = con.execute("SELECT session_key, project FROM sessions WHERE dataset = 'sample'").fetchall()
+        assert rows and all(p and p.startswith("/") for _, p in rows)
+        key, project = sorted(rows)[0]
+        want = {k for k, p in rows if p == project or p.startswith(project + "/")}
+        assert set(slice_session_keys(con, "sample", {"projects": [project]})) == want
+        top = "/" + project.strip("/").split("/")[0]
+        under = {k for k, p in rows if p == top or p.startswith(top + "/")}
+        assert set(slice_session_keys(con, "sample", {"projects": [top]})) == under
+    finally:
+        con.close()
+    got = json.loads(_ok(["replay", "--db", db, "--policy", "noop", "--variants", "calibrated", "--project", project,
+                          "--json"]))
+    assert _stored_sessions(db, got["run_id"]) == want

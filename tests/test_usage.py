@@ -201,25 +201,28 @@ def test_table_csv_and_totals_row(db):
     assert r.exit_code == 1
 
 
-def test_projects_need_a_recorded_working_directory(db, tmp_path):
-    r = run("usage", "--db", db / "u.duckdb", "--by", "project", ok=False)
-    assert r.exit_code == 1 and "records no project" in r.output
-    r = run("usage", "--db", db / "u.duckdb", "--project", "/home/alice/proj", ok=False)
-    assert r.exit_code == 1 and "records no project" in r.output
-    # a database whose sessions carry the project pseudonym (the per-component path pseudonym of the cwd)
+def test_projects_are_the_keyed_pseudonym_of_the_working_directory(db, tmp_path):
+    """Ingest records each session's first working directory as its project (migration 6), as
+    the per-component path pseudonym: grouping and filtering work on a plain ingest."""
     from replay.ingest.keys import Keyring, open_master_key
 
     keys = Keyring.for_dataset(open_master_key(db / "u.key"), "default")
-    copy = tmp_path / "p.duckdb"
-    copy.write_bytes((db / "u.duckdb").read_bytes())
-    con = duckdb.connect(str(copy))
-    con.execute("ALTER TABLE sessions ADD COLUMN project VARCHAR")
-    for sid, cwd in (("sess-a", "/home/alice/proj"), ("sess-b", "/home/alice/other"), ("sess-c", "/home/alice/proj")):
-        con.execute("UPDATE sessions SET project = ? WHERE session_id = ?",
-                    [keys.path(cwd), keys.short("session_id", sid, 16)])
-    n = con.execute("SELECT count(*) FROM sessions WHERE project IS NOT NULL").fetchone()[0]
+    con = duckdb.connect(str(db / "u.duckdb"), read_only=True)
+    stored = dict(con.execute("SELECT session_id, project FROM sessions").fetchall())
     con.close()
-    assert n == 3
+    assert stored == {keys.short("session_id", "sess-a", 16): keys.path("/home/alice/proj"),
+                      keys.short("session_id", "sess-b", 16): keys.path("/home/alice/other"),
+                      keys.short("session_id", "sess-c", 16): keys.path("/home/alice/proj")}
+    # a database whose sessions record no project (ingested before migration 6) says so
+    old = tmp_path / "old.duckdb"
+    old.write_bytes((db / "u.duckdb").read_bytes())
+    con = duckdb.connect(str(old))
+    con.execute("UPDATE sessions SET project = NULL")
+    con.close()
+    for args in (("--by", "project"), ("--project", "/home/alice/proj")):
+        r = run("usage", "--db", old, *args, ok=False)
+        assert r.exit_code == 1 and "records no project" in r.output and "re-ingest" in r.output
+    copy = db / "u.duckdb"
     res = strict_json(run("usage", "--db", copy, "--by", "project", "--json").output)
     by = {r["key"]: r["requests"] for r in res["rows"]}
     assert by == {keys.path("/home/alice/proj"): 3, keys.path("/home/alice/other"): 2}
@@ -260,8 +263,8 @@ def test_usage_as_a_subprocess(db):
     p = subprocess.run([sys.executable, "-m", "replay.cli", "usage", "--db", str(db / "u.duckdb"), "--by", "year"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 2 and "Error:" in p.stderr  # a usage error: the option parser's
-    p = subprocess.run([sys.executable, "-m", "replay.cli", "usage", "--db", str(db / "u.duckdb"), "--by",
-                        "project"], capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run([sys.executable, "-m", "replay.cli", "usage", "--db", str(db / "u.duckdb"), "--dataset",
+                        "nope"], capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 1 and p.stderr.startswith("error: ") and len(p.stderr.strip().splitlines()) == 1
 
 

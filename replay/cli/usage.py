@@ -89,7 +89,7 @@ def make_filters(con, dataset: str, since, until, projects, models, agents, tz_n
         u = parse_day(until) if until else None
     if s and u and s > u:
         fail(f"--since {since} is after --until {until}")
-    if projects and not has_project_column(con):
+    if projects and not has_project_column(con, dataset):
         fail(NO_PROJECT_MESSAGE)
     names = _project_pseudonyms(con, dataset, projects, key_file) if projects else {}
     return Filters(since=s, until=u, projects=tuple(names), models=tuple(models), agents=tuple(agents),
@@ -205,9 +205,10 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
     response's speed; a trace without it prices every response at standard rates.
 
     Days, weeks (ISO, from Monday) and months are in --timezone (UTC by default). A project
-    is the keyed pseudonym of the session's working directory (no path text is stored);
-    --project also takes a path on this machine and pseudonymizes it with your key. A
-    database whose trace records no working directory has no projects.
+    is the keyed pseudonym of the session's first working directory, per path component (no
+    path text is stored; Claude Code, Codex and Copilot CLI logs record it, Gemini CLI logs do
+    not); --project also takes a path on this machine and pseudonymizes it with your key.
+    Sessions ingested before ctxreplay recorded projects have none: re-ingest them.
     """
     if as_json and as_csv:
         fail("--json and --csv: choose one")

@@ -199,7 +199,8 @@ def slice_session_keys(con, dataset: str, slice: dict[str, Any]) -> list[str]:
     projects = tuple(slice.get("projects") or ())
     has_project = con.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'sessions' "
                               "AND column_name = 'project'").fetchone()[0] > 0
-    if projects and not has_project:
+    if projects and not (has_project and con.execute(
+            "SELECT count(*) FROM sessions WHERE dataset = ? AND project IS NOT NULL", [dataset]).fetchone()[0]):
         raise store.StoreError("this database records no project for its sessions, so it cannot be sliced by "
                                "project")
     rows = con.execute(

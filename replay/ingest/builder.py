@@ -99,6 +99,7 @@ class TraceBuilder:
         self.tools: dict[str, ToolCall] = {}  # tool_use id -> what its result inherits
         self.models: set[str] = set()
         self.versions: set[str] = set()
+        self.cwd: str | None = None  # the session's first working directory: its project
         self.t_min: int | None = None
         self.t_max: int | None = None
 
@@ -356,5 +357,6 @@ class TraceBuilder:
             n_compactions=len(tr.compactions["pos"]),
             models=",".join(sorted(self.models)) or None,
             resumed_records=resumed_records,
+            project=self.keys.path(self.cwd) or None if self.cwd else None,
         )
         return tr

@@ -62,7 +62,7 @@ def mcp_kind(name: str) -> str:
 SESSION_COLUMNS = (
     "session_key", "dataset", "file_key", "agent", "session_id", "agent_version",
     "started_at", "ended_at", "n_streams", "n_requests", "n_blocks", "n_compactions",
-    "models", "resumed_records",
+    "models", "resumed_records", "project",
 )
 STREAM_COLUMNS = ("session_key", "stream_id", "kind", "agent_id", "n_requests", "n_blocks")
 REQUEST_COLUMNS = (

@@ -166,4 +166,11 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE requests ADD COLUMN speed VARCHAR;
         """,
     ),
+    (
+        6,
+        "the project of each session (keyed pseudonym of its first working directory)",
+        """
+        ALTER TABLE sessions ADD COLUMN project VARCHAR;
+        """,
+    ),
 ]

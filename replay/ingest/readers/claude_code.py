@@ -139,6 +139,8 @@ class _ClaudeReader:
             self.session_ids.add(sid)
         if isinstance(rec.get("version"), str):
             self.b.versions.add(rec["version"])
+        if self.b.cwd is None and isinstance(rec.get("cwd"), str) and rec["cwd"]:
+            self.b.cwd = rec["cwd"]
         if rtype == "system":
             self._system(rec, stream_key, stream_kind, agent_id)
         elif rtype in NON_CONTEXT_TYPES:

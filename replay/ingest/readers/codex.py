@@ -410,6 +410,7 @@ class _CodexReader:
             self.model = p["model"]
         if isinstance(p.get("cwd"), str) and p["cwd"]:
             self.cwd = p["cwd"]
+            self.b.cwd = self.b.cwd or p["cwd"]
 
     def _session_meta(self, p: dict) -> None:
         self.b.report.non_context["session_meta"] += 1
@@ -420,6 +421,7 @@ class _CodexReader:
             self.b.versions.add(p["cli_version"])
         if isinstance(p.get("cwd"), str) and p["cwd"] and self.cwd is None:
             self.cwd = p["cwd"]
+            self.b.cwd = self.b.cwd or p["cwd"]
         if isinstance(p.get("model"), str) and p["model"] and self.model is None:
             self.model = p["model"]
 

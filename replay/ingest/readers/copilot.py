@@ -128,6 +128,7 @@ class _CopilotReader:
         ctx = d.get("context") if isinstance(d.get("context"), dict) else {}
         if isinstance(ctx.get("cwd"), str) and ctx["cwd"]:
             self.cwd = ctx["cwd"]
+            self.b.cwd = self.b.cwd or ctx["cwd"]
 
     def _user_message(self, line: int, d: dict, ts: int | None) -> None:
         st = self.st
