@@ -6,8 +6,8 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, cache_options, dataset_option, echo_json, esc, fail_on, json_option, make_options, open_db, out,
-    pick_dataset, print_table
+    DB_OPTION, cache_options, dataset_option, echo_json, esc, fail_on, format_option, json_option, make_options,
+    open_db, out, pick_dataset, print_table
 )
 
 VARIANT_EVICTIONS = {"calibrated": "log", "model-only": "none"}
@@ -25,6 +25,7 @@ COMPARE_WITH = ("devboy_lru", "jp_resource_dedup", "read_range_dedup", "supersed
 @json_option("Print JSON: per variant, the baseline, each bound's saving (cost, context and delivered tokens: "
              "baseline, run, saved, saved_pct) and run id, and the same savings of devboy_lru, jp_resource_dedup, read_range_dedup, "
              "supersede and cupel_dedup at their defaults.")
+@format_option
 def bound(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, variants, no_store, as_json):
     """The offline-optimal bounds: what a policy that knew the whole log could save.
 

@@ -8,7 +8,8 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, dataset_option, echo_json, esc, fail_on, json_option, open_db, out, pick_dataset
+    DB_OPTION, dataset_option, echo_json, esc, fail_on, format_option, json_option, open_db, out, pick_dataset,
+    print_table
 )
 
 DEFAULT_LIMIT = 20
@@ -27,6 +28,7 @@ DEFAULT_LIMIT = 20
                    "in $/Mtok).")
 @click.option("--price-date", default=None, help="Date the library prices are resolved at [default: 2026-11-01].")
 @json_option("Print JSON: {\"breaks\": [one object per break, with cause, tokens, cost, ...], \"summary\": {...}}.")
+@format_option
 def breaks(db, dataset, session, limit, prices_file, price_date, as_json):
     """Cache breaks: at which request did the prompt cache break, why, and what did it cost?
 
@@ -68,16 +70,6 @@ def _costliest(rows: list[dict], n: int | None) -> list[dict]:
     return [r for r in rows if id(r) in keep]
 
 
-def _print_table(t: Table) -> None:
-    """Full width into a pipe or file (wrapped cells are unreadable there); the terminal's otherwise."""
-    if out.is_terminal:
-        out.print(t)
-    else:
-        from rich.console import Console
-
-        Console(soft_wrap=True, width=200).print(t)
-
-
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{v:.1%}"
 
@@ -98,19 +90,19 @@ def _print(rows: list[dict], shown: list[dict], summary: dict, n: int) -> None:
         t.add_row(esc(r["session"][:12]), str(r["stream"]), str(r["request"]),
                   esc((r["time"] or "-").replace("T", " ").rstrip("Z")), idle, esc(r["cause_label"]), esc(where),
                   f"{r['tokens']:,}", f"{r['cost']:,.2f}")
-    _print_table(t)
+    print_table(t)
     s = Table("session", "agent", "breaks", "re-billed tokens", "$", "main cause",
               title=f"Breaks per session (the {min(n, len(summary['top_sessions']))} costliest)")
     for x in summary["top_sessions"][:n]:
         s.add_row(esc(x["session"][:12]), esc(x["agent"] or "-"), str(x["breaks"]), f"{x['tokens']:,}",
                   f"{x['cost']:,.2f}", esc(BY_NAME[x["main_cause"]].label))
-    _print_table(s)
+    print_table(s)
     c = Table("cause", "evidence", "breaks", "re-billed tokens", "$", "share of tokens", title="Breaks by cause")
     for b in sorted(summary["by_cause"], key=lambda b: -b["tokens"]):
         if b["count"]:
             c.add_row(esc(b["label"]), b["evidence"], str(b["count"]), f"{b['tokens']:,}", f"{b['cost']:,.2f}",
                       _pct(b["share"]))
-    _print_table(c)
+    print_table(c)
     out.print(f"{summary['breaks']:,} breaks in {summary['sessions_with_breaks']:,} session(s) "
               f"({summary['requests']:,} requests with usage) re-billed {summary['tokens']:,} tokens "
               f"(${summary['cost']:,.2f}); a cause other than unexplained names {_pct(summary['named_share'])} of "

@@ -6,8 +6,8 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, cache_options, dataset_option, echo_json, esc, fail_on, json_option, make_options, open_db, out,
-    pick_dataset, print_table
+    DB_OPTION, cache_options, dataset_option, echo_json, esc, fail_on, format_option, json_option, make_options,
+    open_db, out, pick_dataset, print_table
 )
 
 
@@ -19,6 +19,7 @@ from replay.cli.common import (
              "published), own_metric (the claim's metric measured here by the source's own accounting), and "
              "ctxreplay (context tokens and billed cost saved by its policy, percent of the no-op baseline, with "
              "the 95% paired bootstrap interval_pct and the run id).")
+@format_option
 def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, as_json):
     """Each source's published claim, measured on these logs in its own metric, then in ctxreplay's.
 

@@ -8,6 +8,7 @@ that open a database, so `ctxreplay --version` and `--help` stay fast.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import re
 import sys
@@ -82,6 +83,8 @@ outside the listed choices, a path given to an option that must exist but does n
 interrupted (Ctrl-C).
 
 `--json` (`-j`) prints strict JSON on stdout (no NaN or infinity: missing values are null).
+`--format plain|markdown|csv` (the commands that print tables) prints the tables alone on stdout
+(titles and notes on stderr); not with `--json`.
 `--dataset`: commands that read a dataset default to the database's only one and, when it
 holds several, fail listing them; `ingest` and `anonymize` name the dataset they write
 (default `default`)."""
@@ -141,6 +144,44 @@ SPEC_ARGUMENT = click.argument("spec_file", type=click.Path(exists=True, dir_oka
 def json_option(help: str = "Print JSON."):
     """`--json` / `-j` (as in ccusage): strict JSON on stdout, nothing else."""
     return click.option("--json", "-j", "as_json", is_flag=True, help=help)
+
+
+FORMAT_META = "ctxreplay.format"
+FORMAT_HELP = ("How tables print: table (Rich; full width into a pipe), plain (columns aligned with spaces, no "
+               "box characters), markdown (GitHub pipe table) or csv. Outside `table`, stdout holds the tables "
+               "only (several: an empty line between them); titles and notes go to stderr.")
+
+
+def format_option(f):
+    """`--format table|plain|markdown|csv` for a command that prints its results with
+    `print_table`. Not with `--json` (nor, in `usage`, with a `--csv` that says otherwise):
+    one `error:` line. The choice reaches `print_table` through the context; outside `table`
+    the command's other lines (`out`) go to stderr, so stdout is the tables alone."""
+    from replay.cli.formats import FORMATS
+
+    @functools.wraps(f)
+    def run(*args, table_format: str, **kw):
+        given = f"--format {table_format}"
+        if kw.get("as_csv"):  # usage's --csv: an alias of --format csv
+            if table_format not in ("table", "csv"):
+                fail(f"--csv and {given}: choose one")
+            table_format, given = "csv", "--csv"
+            kw["as_csv"] = True
+        elif "as_csv" in kw:
+            kw["as_csv"] = table_format == "csv"
+        if table_format != "table" and kw.get("as_json"):
+            fail(f"--json and {given}: choose one")
+        click.get_current_context().meta[FORMAT_META] = table_format
+        if table_format == "table":
+            return f(*args, **kw)
+        out.stderr = True
+        try:
+            return f(*args, **kw)
+        finally:
+            out.stderr = False
+
+    return click.option("--format", "table_format", type=click.Choice(FORMATS), default="table", show_default=True,
+                        help=FORMAT_HELP)(run)
 
 
 DATASET_HELP = "Dataset [default: the only one in the database; with several, name one]."
@@ -274,11 +315,24 @@ PIPE_WIDTH = 240
 
 def print_table(t) -> None:
     """A Rich table at full width into a pipe or file (wrapped cells are unreadable there), at
-    the terminal's width otherwise."""
-    if out.is_terminal:
+    the terminal's width otherwise; with `--format plain|markdown|csv` (`format_option`) its
+    cells in that format on stdout, after an empty line if a table came before, and its title
+    on stderr."""
+    ctx = click.get_current_context(silent=True)
+    fmt = ctx.meta.get(FORMAT_META, "table") if ctx is not None else "table"
+    if fmt != "table":
+        from replay.cli.formats import RENDER
+
+        if t.title:
+            err.print(t.title, soft_wrap=True)
+        n = ctx.meta.get("ctxreplay.tables", 0)
+        ctx.meta["ctxreplay.tables"] = n + 1
+        click.echo(("\n" if n else "") + RENDER[fmt](t), nl=False)
+    elif out.is_terminal:
         out.print(t)
     else:
         Console(soft_wrap=True, width=PIPE_WIDTH).print(t)
+
 
 def fmt_ts(ms: int | None) -> str:
     if ms is None:

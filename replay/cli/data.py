@@ -9,8 +9,8 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, QUIET_OPTION, byte_progress, clean, dataset_option, echo_json, esc, fail_on, fmt_ts, json_option,
-    key_file_option, open_db, out, out_dir_option, pick_dataset, print_table
+    DB_OPTION, QUIET_OPTION, byte_progress, clean, dataset_option, echo_json, esc, fail_on, fmt_ts, format_option,
+    json_option, key_file_option, open_db, out, out_dir_option, pick_dataset, print_table
 )
 from replay.cli.usage import filter_options
 
@@ -106,6 +106,7 @@ def print_ingest_summary(summary, db: Path, dataset: str) -> None:
 @click.command()
 @DB_OPTION
 @json_option()
+@format_option
 def datasets(db: Path, as_json: bool) -> None:
     """List the datasets in a database."""
     from replay import store
@@ -127,6 +128,7 @@ def datasets(db: Path, as_json: bool) -> None:
 @dataset_option()
 @filter_options
 @json_option("Print strict JSON: one object per session, with its recorded usage and cost.")
+@format_option
 def sessions(db: Path, dataset: str | None, since, until, projects, models, agents, tz_name, key_file, prices_file,
              price_date, as_json: bool) -> None:
     """List the sessions of a dataset (one row per session) with their recorded cost.

@@ -9,8 +9,9 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, cache_options, dataset_option, echo_json, err, esc, fail, fail_on, json_option, make_options,
-    max_risk_option, objective_option, open_db, out, out_dir_option, pick_dataset, print_table, slice_options
+    DB_OPTION, cache_options, dataset_option, echo_json, err, esc, fail, fail_on, format_option, json_option,
+    make_options, max_risk_option, objective_option, open_db, out, out_dir_option, pick_dataset, print_table,
+    slice_options
 )
 
 
@@ -46,6 +47,7 @@ def _sort_key(by: str):
               "runs but no baseline), so every saving can be measured.")
 @slice_options
 @json_option("Print strict JSON (one object per run; no NaN: missing values are null).")
+@format_option
 def compare(db, dataset, policies, sort, limit, run_baselines, since, until, projects, models, agents, tz_name,
             key_file, as_json):
     """Compare finished runs: tokens, cost, cache hit rate, busts and risk figures, with
@@ -357,6 +359,7 @@ def report(db, dataset, out_dir, objective, max_risk, since, until, projects, mo
               help="Where to write the PNG of simulated vs recorded cache reads [default: validate-<dataset>.png next to --db].")
 @click.option("--worst", type=click.IntRange(1, 20), default=4, show_default=True, help="Sessions in the plot.")
 @json_option("Print the full report as JSON.")
+@format_option
 def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, plot_path, worst, as_json):
     """Fidelity check: does the no-op replay reproduce the usage the log recorded?
 

@@ -10,8 +10,8 @@ from rich.table import Table
 
 from replay.cli.common import (
     DB_OPTION, SPEC_ARGUMENT, cache_options, count_progress, dataset_option, echo_json, esc, fail, fail_on,
-    json_option, make_options, max_risk_option, objective_option, open_db, out, pick_dataset, print_table,
-    slice_options
+    format_option, json_option, make_options, max_risk_option, objective_option, open_db, out, pick_dataset,
+    print_table, slice_options
 )
 
 SPEC_DATASET_HELP = "Dataset [default: the spec's, or the only one]."
@@ -230,6 +230,7 @@ def _pairs(policy: str, params: dict) -> str:
 @DB_OPTION
 @dataset_option()
 @json_option()
+@format_option
 def runs_cmd(db, dataset, as_json):
     """List runs with their status (running, finished, failed, interrupted) and the parameters
     that differ from the policy's defaults (--json: all of them)."""

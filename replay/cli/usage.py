@@ -12,8 +12,8 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, dataset_option, echo_json, esc, fail, fail_on, fmt_ts, json_option, open_db, out, pick_dataset,
-    print_table, slice_options
+    DB_OPTION, dataset_option, echo_json, esc, fail, fail_on, fmt_ts, format_option, json_option, open_db, out,
+    pick_dataset, print_table, slice_options
 )
 
 GROUPS = ("day", "week", "month", "session", "project", "model", "agent")
@@ -188,7 +188,9 @@ def project_label(p: str | None, names: dict[str, str]) -> str:
 @click.option("--by", type=click.Choice(GROUPS), default="day", show_default=True, help="Group rows by this.")
 @filter_options
 @json_option("Print strict JSON: {dataset, by, filters, prices, rows, totals, unpriced_models, notes}.")
-@click.option("--csv", "as_csv", is_flag=True, help="Print CSV (a header, one line per row, then the totals).")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV (a header, one line per row, then the totals), with "
+              "the numbers unformatted (cost to 6 decimals, cost_complete, unpriced_models); --format csv is the same.")
+@format_option
 def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_file, prices_file, price_date,
           as_json, as_csv):
     """Recorded usage and cost: what the logs say was used, by day, week, month, session,
@@ -210,8 +212,6 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
     not); --project also takes a path on this machine and pseudonymizes it with your key.
     Sessions ingested before ctxreplay recorded projects have none: re-ingest them.
     """
-    if as_json and as_csv:
-        fail("--json and --csv: choose one")
     prices = price_table(prices_file, price_date)
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)

@@ -1,0 +1,73 @@
+"""The tables of `--format plain|markdown|csv`: a Rich table's header, rows and footer as text,
+without boxes, styles or markup, each cell's text as the Rich table shows it (numbers keep
+their thousands separators, percent signs and `+`/`?` marks)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from rich.cells import cell_len
+from rich.text import Text
+
+FORMATS = ("table", "plain", "markdown", "csv")
+
+
+def cell_text(cell) -> str:
+    """The text a cell shows: markup strings rendered (`\\[` back to `[`, styles dropped)."""
+    if isinstance(cell, Text):
+        return cell.plain
+    if isinstance(cell, str):
+        return Text.from_markup(cell).plain
+    return "" if cell is None else str(cell)
+
+
+def table_cells(t) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of a rich.table.Table; the footer, when the table shows one, is the last row."""
+    header = [cell_text(c.header) for c in t.columns]
+    rows = [list(r) for r in zip(*([cell_text(x) for x in c.cells] for c in t.columns))]
+    if t.show_footer:
+        rows.append([cell_text(c.footer) for c in t.columns])
+    return header, rows
+
+
+def _one_line(s: str) -> str:
+    return " ".join(s.splitlines())
+
+
+def plain(t) -> str:
+    """Columns aligned with spaces (numbers right-aligned where the table aligns them), a header line."""
+    header, rows = table_cells(t)
+    lines = [[_one_line(c) for c in r] for r in [header, *rows]]
+    widths = [max(cell_len(r[i]) for r in lines) for i in range(len(header))]
+    right = [c.justify == "right" for c in t.columns]
+
+    def pad(s: str, i: int) -> str:
+        fill = " " * (widths[i] - cell_len(s))
+        return fill + s if right[i] else s + fill
+
+    return "".join("  ".join(pad(s, i) for i, s in enumerate(r)).rstrip() + "\n" for r in lines)
+
+
+def markdown(t) -> str:
+    """A GitHub pipe table (`|` in a cell escaped as `\\|`)."""
+    header, rows = table_cells(t)
+
+    def line(cells) -> str:
+        return "| " + " | ".join(_one_line(c).replace("|", "\\|") for c in cells) + " |\n"
+
+    sep = "| " + " | ".join("---:" if c.justify == "right" else "---" for c in t.columns) + " |\n"
+    return line(header) + sep + "".join(line(r) for r in rows)
+
+
+def to_csv(t) -> str:
+    """CSV (the csv module's quoting, RFC 4180): the header, then one line per row."""
+    header, rows = table_cells(t)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+RENDER = {"plain": plain, "markdown": markdown, "csv": to_csv}
