@@ -131,7 +131,8 @@ def test_fidelity_both_variants(corpus):
     uses): >= 26/27 sessions within the per-session targets, corpus-wide reads 0.5%, writes 2%, cost
     0.5%, >= 99.5% of requests whose simulated read matches the recorded one within max(256 tokens,
     1%). Model only (no observed evictions or later warm prefixes): the values measured on
-    2026-11-23 as regression floors (16/27, reads +0.76%, writes -22.1%, cost -9.0%, 97.57%)."""
+    2026-11-23 as regression floors, after the thinking-switch, system-prefix and send-clock rules
+    (17/27, reads +0.62%, writes -17.9%, cost -6.9%, 97.68%; before them 16/27, -22.1%, -9.0%)."""
     from replay import store
     from replay.engine import ReplayOptions
     from replay.experiments.validate import validate
@@ -148,9 +149,9 @@ def test_fidelity_both_variants(corpus):
     assert abs(e["cache_read"]) <= 0.005 and abs(e["cache_write"]) <= 0.02 and abs(e["cost"]) <= 0.005
     assert cal["request_match"] >= 0.995 and o["request_match"] == cal["request_match"]
     assert o["request_match_counts"]["requests"] == cal["requests"] == 2758
-    assert mo["sessions_within_targets"] >= 16
+    assert mo["sessions_within_targets"] >= 17
     m = mo["rel_error"]
-    assert abs(m["cache_read"]) <= 0.01 and abs(m["cache_write"]) <= 0.23 and abs(m["cost"]) <= 0.095
+    assert abs(m["cache_read"]) <= 0.01 and abs(m["cache_write"]) <= 0.19 and abs(m["cost"]) <= 0.075
     assert mo["request_match"] >= 0.975
     # the per-session figures add up to the corpus-wide ones, per variant
     for name in ("calibrated", "model_only", "raw_bpe"):

@@ -263,6 +263,18 @@ def cache_options(f):
                      show_default=True, expose_value=False, callback=_to_meta,
                      help="Model Claude Code's unlogged turn-end request, which caches the conversation when a "
                      "turn ends in assistant text (docs/replay-model.md); none: off."),
+        click.option("--thinking-switch", type=click.Choice(["invalidate", "ignore"]), default="invalidate",
+                     show_default=True, expose_value=False, callback=_to_meta,
+                     help="invalidate: a user turn that switches extended thinking on or off (budget-thinking "
+                     "models) reads only the system prefix (docs/replay-model.md); ignore: off."),
+        click.option("--system-prefix", type=click.Choice(["log", "overhead"]), default="log", show_default=True,
+                     expose_value=False, callback=_to_meta,
+                     help="log: the system-prefix entry ends where the stream's first warm read ended; overhead: "
+                     "at the whole overhead (system, tools and unrecorded first-message context)."),
+        click.option("--clock", type=click.Choice(["send", "response"]), default="send", show_default=True,
+                     expose_value=False, callback=_to_meta,
+                     help="send: requests use the cache at their last input block's time; response: at the "
+                     "logged response time."),
         click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      default=None, help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/"
                      "cache_write_1h/cache_read/output in $/Mtok)."),
@@ -285,7 +297,10 @@ def make_options(ttl, breakpoints, observed_evictions, prices_file, price_date, 
     meta = meta.meta if meta is not None else {}
     return ReplayOptions(CacheConfig(ttl=ttl, breakpoints=breakpoints, observed_evictions=observed_evictions,
                                      warm_start=meta.get("cache.warm_start", "log"),
-                                     turn_end_write=meta.get("cache.turn_end_write", "always")),
+                                     turn_end_write=meta.get("cache.turn_end_write", "always"),
+                                     thinking_switch=meta.get("cache.thinking_switch", "invalidate"),
+                                     system_prefix=meta.get("cache.system_prefix", "log"),
+                                     clock=meta.get("cache.clock", "send")),
                          prices, detail)
 
 

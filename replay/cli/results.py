@@ -137,7 +137,9 @@ def slice_text(slc: dict | None) -> str:
 
 
 CACHE_FLAGS = (("ttl", "--ttl", "log"), ("breakpoints", "--breakpoints", "claude-code"),
-               ("warm_start", "--warm-start", "log"), ("turn_end_write", "--turn-end-write", "always"))
+               ("warm_start", "--warm-start", "log"), ("turn_end_write", "--turn-end-write", "always"),
+               ("thinking_switch", "--thinking-switch", "invalidate"), ("system_prefix", "--system-prefix", "log"),
+               ("clock", "--clock", "send"))
 
 
 def _cache_fields() -> set[str]:

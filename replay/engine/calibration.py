@@ -1,7 +1,14 @@
 """Cache events the log shows but the trace cannot: decided once, in the log's own world.
 
-Three kinds of event change a stream's cache outside the requests the log records
+Four kinds of event change a stream's cache outside what the requests' content implies
 (docs/replay-model.md, "What comes from the log"):
+
+* **thinking switches** (a model rule, every variant): a request that opens a user turn with
+  extended thinking switched on or off since the previous turn cannot read the message
+  entries (Anthropic documents that a change of thinking parameters invalidates message
+  cache breakpoints while system and tools stay cached). Visible only for models with
+  budget thinking, where a turn's first response holds a thinking block exactly when
+  thinking is on; adaptive-thinking models (Opus/Sonnet 4.6 and later) decide per response.
 
 * **turn-end writes** (a model rule, every variant): Claude Code 2.x sends an unlogged
   request when a turn ends in assistant text (its prompt suggestion), which caches the
@@ -21,12 +28,76 @@ exactly what the no-op costs, and no policy is granted cache the log does not sh
 
 from __future__ import annotations
 
-from replay.model.arrays import EVICT_TOLERANCE, KIND_CODE, Stream
+import re
+
+from replay.model.arrays import EVICT_TOLERANCE, K_THINKING, KIND_CODE, Stream
 from replay.model.cache import CacheConfig
 
 # blocks that open a user turn (a tool_result continues the assistant's turn)
 USER_KINDS = frozenset(KIND_CODE[k] for k in ("user_text", "attachment", "image"))
 K_ASSISTANT_TEXT = KIND_CODE["assistant_text"]
+# a request opens a user turn when a block the user typed (or pasted) precedes it; attachments
+# (hook output, reminders) also arrive inside a turn
+TURN_KINDS = frozenset(KIND_CODE[k] for k in ("user_text", "image"))
+RESPONSE_KINDS = frozenset(KIND_CODE[k] for k in ("thinking", "assistant_text", "tool_use"))
+
+# Models whose extended thinking is enabled with a token budget (on or off per request): a
+# response holds a thinking block when thinking is on. Adaptive-thinking models (Opus 4.6,
+# Sonnet 4.6 and later) may answer without thinking while it is on, so their switches are
+# not visible in the log.
+_BUDGET_THINKING = re.compile(
+    r"claude-(?:3-7-sonnet|sonnet-4|sonnet-4-0|sonnet-4-5|opus-4|opus-4-0|opus-4-1|opus-4-5|haiku-4-5)"
+    r"(?:-\d{8})?(?:$|[@:]|-v\d|-latest)")
+
+
+def budget_thinking(model: str) -> bool:
+    """Whether ``model`` turns extended thinking on with a budget (so the log shows the switch).
+    Dotted versions (``claude-opus-4.5``) are read as dashed ones."""
+    return bool(_BUDGET_THINKING.search((model or "").replace(".", "-")))
+
+
+def response_thinks(st: Stream, k: int) -> bool | None:
+    """Whether request k's response holds a thinking block (None: the log holds no response)."""
+    end = st.r_pos[k + 1] if k + 1 < st.n_requests else st.n_blocks
+    seen = False
+    for b in range(st.r_pos[k], end):
+        kind = st.bkind[b]
+        if kind == K_THINKING:
+            return True
+        if kind in RESPONSE_KINDS:
+            seen = True
+    return False if seen else None
+
+
+def thinking_switches(st: Stream, models: list[str], cfg: CacheConfig) -> list[bool]:
+    """Per request: True where it opens a user turn whose thinking state differs from the
+    previous turn's, for a budget-thinking model, with the same model and partition as the
+    request before it (a model switch or a compaction is a break of its own). A turn's state
+    is whether its first response the log holds thinks; a turn without one keeps the
+    previous turn's state."""
+    if cfg.thinking_switch == "ignore" or cfg.breakpoints == "none":
+        return [False] * st.n_requests
+    memo = st.__dict__.get("_thinking_switch_memo")
+    if memo is not None:
+        return memo
+    out = [False] * st.n_requests
+    bk, r_pos, r_model, r_part = st.bkind, st.r_pos, st.r_model, st.r_partition
+    state: bool | None = None  # the thinking state of the last turn whose state is known
+    pending = True  # the current turn's state is not known yet (no response seen in it)
+    for k in range(st.n_requests):
+        lo = r_pos[k - 1] if k else 0
+        if k == 0 or any(bk[b] in TURN_KINDS for b in range(lo, r_pos[k])):
+            pending = True
+        now = response_thinks(st, k)
+        if now is None or not pending:
+            continue
+        # the turn's first known response (a retry of an unanswered first request counts)
+        if state is not None and now != state and k and r_model[k] == r_model[k - 1] \
+                and r_part[k] == r_part[k - 1] and budget_thinking(models[r_model[k]]):
+            out[k] = True
+        state, pending = now, False
+    st.__dict__["_thinking_switch_memo"] = out
+    return out
 
 
 def tolerance(read: float) -> float:
@@ -55,6 +126,36 @@ def turn_ends(st: Stream) -> list[tuple[int, int]]:
         if pp < u < pos and bk[u - 1] == K_ASSISTANT_TEXT:
             out[k] = (u, max(max(ts[pp:u]), st.r_ts[k - 1]))
     st.__dict__["_turn_end_memo"] = out
+    return out
+
+
+# On the shared logs the first block of a response follows its last input block by 3.6 s
+# (median), 27 s (99th percentile) and at most 66 s on entire-cli; longer gaps (up to hours,
+# only in Claude Code 1.0.x sessions) are rewritten stamps.
+MAX_LATENCY_MS = 5 * 60 * 1000
+
+
+def send_times(st: Stream, cfg: CacheConfig) -> list[int]:
+    """Per request, when it was sent: the time of its last input block (the user's prompt, the
+    tool result) where the log has one no later than the request's own time, else the
+    request's time. The log stamps a request with its response, written when the first
+    content block (often a long thinking block) is complete, so the request's time can lie
+    seconds to minutes after the cache lookup; with ``cfg.clock == "response"`` the
+    request's own time is used. A block stamped more than ``MAX_LATENCY_MS`` before its
+    response is not taken as the send time: the log's stamps were rewritten (a resumed copy
+    stamps every record alike)."""
+    if cfg.clock == "response":
+        return list(st.r_ts)
+    memo = st.__dict__.get("_send_memo")
+    if memo is not None:
+        return memo
+    ts, out = st.ts, []
+    for k in range(st.n_requests):
+        p, t = st.r_pos[k], st.r_ts[k]
+        if p > 0 and 0 < ts[p - 1] <= t and t - ts[p - 1] <= MAX_LATENCY_MS:
+            t = ts[p - 1]
+        out.append(t)
+    st.__dict__["_send_memo"] = out
     return out
 
 

@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from replay.engine.calibration import base_prefix, fork_writes, observed_write_position, tolerance
+from replay.engine.calibration import (
+    base_prefix,
+    fork_writes,
+    observed_write_position,
+    send_times,
+    thinking_switches,
+    tolerance,
+)
 from replay.model.arrays import Stream, Vocab
 from replay.model.cache import OPENAI_RETENTION_MS, OPENAI_STEP, TTL_MS, CacheConfig, StreamCache
 from replay.model.costs import provider_of
@@ -71,6 +78,31 @@ def _overheads(st: Stream, policy: Policy, ctx: Context, n_models: int) -> list[
     return [overheads.get(m, default) for m in range(n_models)]
 
 
+def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> list[float]:
+    """Per model code, the length of the system-prefix entry (Claude Code's breakpoint after
+    tools and system prompt) under the policy.
+
+    The overhead (what the first request holds beyond the trace's blocks) also holds context
+    the client puts in the first message but the transcript does not record (CLAUDE.md,
+    reminders), which lies after that breakpoint. Where the stream's first request of a model
+    read part of the overhead from cache (another session's identical system prompt: the warm
+    start), that read is the breakpoint; a policy that shrinks the overhead (pruned tool
+    definitions) shrinks it by as much. Otherwise the whole overhead is taken."""
+    out = list(overhead_of)
+    if cfg.system_prefix != "log":
+        return out
+    seen: set[int] = set()
+    for k in range(st.n_requests):
+        m = st.r_model[k]
+        if m in seen:
+            continue
+        seen.add(m)
+        logged, rr = st.overhead.get(m, 0.0), float(st.r_read[k])
+        if st.r_has_usage[k] and 0.0 < rr < logged:
+            out[m] = max(0.0, rr - (logged - overhead_of[m]))
+    return out
+
+
 def _evict(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead: float, t: int) -> None:
     """A cache miss the log records but the model cannot explain: cut the entries past it back.
 
@@ -107,7 +139,7 @@ def _observed_write(cache: StreamCache, st: Stream, eff: list[float], k: int, ov
     prefix = min(_prefix(st, eff, k, p, overhead), cacheable)
     if prefix < min_cacheable:
         return -1
-    best = cache.longest(st.r_model[k], st.r_partition[k], pos, st.r_ts[k], cacheable)
+    best = cache.longest(st.r_model[k], st.r_partition[k], pos, send_times(st, cache.cfg)[k], cacheable)
     if best is not None and best + tolerance(float(st.r_read[k])) >= prefix:
         return -1
     return p
@@ -145,12 +177,15 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     rates, each, min_c, auto, steps = _model_tables(vocab, opts, detail is not None)
     per_model = [[0.0, 0.0, 0.0, 0.0, 0.0] for _ in rates]
     overhead_of = _overheads(st, policy, ctx, len(rates))
+    sys_of = _system_prefixes(st, overhead_of, cfg)
+    logged_of = [st.overhead.get(m, o) for m, o in enumerate(overhead_of)]
     ttls, ttl_1h, auto_log = stream_ttls(st, cfg), TTL_MS["1h"], cfg.ttl == "log"
     residual = st.r_residual or [0.0] * st.n_requests
     evictions, warm_log, evict = cfg.observed_evictions == "log" and bool(st.r_evict), cfg.warm_start == "log", st.r_evict
-    r_pos, r_part, r_model, r_ts = st.r_pos, st.r_partition, st.r_model, st.r_ts
+    r_pos, r_part, r_model, r_ts = st.r_pos, st.r_partition, st.r_model, send_times(st, cfg)
     r_unc, r_read, r_out, eff = st.r_uncached, st.r_read, st.r_output, ctx.eff
     forks = fork_writes(st, cfg)
+    switches = thinking_switches(st, vocab.models, cfg)
     frame = bool(st.r_residual)
     first = True
     n_req = 0
@@ -165,7 +200,8 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         ttl = ttls[k]
         if warm_log and rr > 0 and (first or evictions):
             # cached per the log though this stream did not write it: kept warm by other sessions
-            cache.warm(model, min(float(rr), total - unc_rec, overhead), t, ttl)
+            # in the policy's world: a policy that shrank the overhead shrank what was warm too
+            cache.warm(model, min(float(rr) - (logged_of[model] - overhead), total - unc_rec, overhead), t, ttl)
         first = False
         pos, part = r_pos[k], r_part[k]
         if frame and not auto[model] and k > 0 and r_part[k - 1] == part and residual[k] < residual[k - 1] \
@@ -176,8 +212,11 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             # the unlogged turn-end request cached the conversation up to the last answer
             cacheable = total - unc_rec
             prefix = _prefix(st, eff, k, u, overhead)
-            cache.request(model, part, u, t_end, prefix if prefix < cacheable else cacheable, 0.0, overhead, ttl,
-                          min_c[model], None)
+            cache.request(model, part, u, t_end, prefix if prefix < cacheable else cacheable, 0.0, sys_of[model],
+                          ttl, min_c[model], None)
+        if switches[k] and not auto[model]:
+            # thinking switched on or off: the message entries are invalid, the system's stay
+            cache.drop_messages(model)
         if evictions and evict[k] < pos:
             _evict(cache, st, eff, k, overhead, t)
         if evictions and not auto[model] and rr > 0:
@@ -199,7 +238,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 min_c[model], steps[model])
         else:
             read, written, uncached, bust = cache.request(
-                model, part, pos, t, total, unc_rec if unc_rec < total else total, overhead, ttl, min_c[model],
+                model, part, pos, t, total, unc_rec if unc_rec < total else total, sys_of[model], ttl, min_c[model],
                 changed_from, removed)
         if ttl == ttl_1h:
             w5, w1h = 0.0, written

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from replay.engine.calibration import base_prefix, observed_write_position, tolerance
+from replay.engine.calibration import base_prefix, observed_write_position, thinking_switches, tolerance
 from replay.engine.pricing import stream_ttls
 from replay.ingest.trace import BLOCK_KINDS
 from replay.model.arrays import KIND_CODE, Dataset, Stream, load_dataset
@@ -61,6 +61,9 @@ CAUSES = (
     Cause("ttl_5m", "direct", "idle from the end of the previous response to the send time exceeds 5 minutes "
           "and the entry was written with the 5-minute TTL"),
     Cause("ttl_1h", "direct", "the same with the 1-hour TTL"),
+    Cause("thinking_switch", "direct", "a new user turn of a budget-thinking model (Sonnet/Opus 4 to 4.5, Haiku 4.5, "
+          "Sonnet 3.7) whose first response thinks where the previous turn's did not, or the reverse: a change "
+          "of thinking parameters invalidates the message cache, the system prefix stays (Anthropic)"),
     Cause("system_changed", "inferred", "within the TTL, the read is 0 or shorter than every earlier read of the "
           "system prefix in the stream: the system prompt or tool definitions presumably changed"),
     Cause("content_removed", "direct", "the input is smaller than the blocks say (the anchoring residual shrinks "
@@ -118,7 +121,8 @@ def _idle_ms(st: Stream, j: int, k: int) -> int | None:
     return max(0, send - last_use)
 
 
-def _cause(st: Stream, j: int, k: int, *, idle: int | None, ttl: int, sys_ref: float, p: int, turn: bool) -> str:
+def _cause(st: Stream, j: int, k: int, *, idle: int | None, ttl: int, sys_ref: float, p: int, turn: bool,
+           switch: bool = False) -> str:
     read = float(st.r_read[k])
     s0 = st.part_start.get(st.r_partition[k], 0)
     if st.r_model[j] != st.r_model[k]:
@@ -127,6 +131,8 @@ def _cause(st: Stream, j: int, k: int, *, idle: int | None, ttl: int, sys_ref: f
         return "compaction"
     if idle is not None and idle > ttl:
         return "ttl_1h" if ttl == TTL_MS["1h"] else "ttl_5m"
+    if switch:
+        return "thinking_switch"
     if read == 0 or read + max(MIN_TOLERANCE, REL_TOLERANCE * sys_ref) < sys_ref:
         return "system_changed"
     if st.r_residual and st.r_residual[k] < st.r_residual[j] - RESIDUAL_DROP:
@@ -163,6 +169,7 @@ def classify_stream(st: Stream, models: list[str], prices: PriceTable) -> tuple[
     """(break rows, requests classified, requests of automatically cached models skipped) of one stream."""
     rows: list[dict[str, Any]] = []
     ttls = stream_ttls(st, CacheConfig())
+    switches = thinking_switches(st, models, CacheConfig())
     seen = skipped = 0
     prev = None
     sys_level: dict[int, float] = {}  # per model: the shortest system-prefix read so far in this stream
@@ -183,14 +190,14 @@ def classify_stream(st: Stream, models: list[str], prices: PriceTable) -> tuple[
         j, prev = prev, k
         if j is None:
             continue
-        row = _classify(st, j, k, models, prices, ttls[j], sys_ref)
+        row = _classify(st, j, k, models, prices, ttls[j], sys_ref, switches[k])
         if row is not None:
             rows.append(row)
     return rows, seen, skipped
 
 
-def _classify(st: Stream, j: int, k: int, models: list[str], prices: PriceTable, ttl: int, sys_ref: float
-              ) -> dict[str, Any] | None:
+def _classify(st: Stream, j: int, k: int, models: list[str], prices: PriceTable, ttl: int, sys_ref: float,
+              switch: bool = False) -> dict[str, Any] | None:
     """The row of request k if it is a break (j: the previous request with usage), else None."""
     pos = st.r_pos[k]
     u = _turn_start(st, st.r_pos[j], pos)
@@ -203,7 +210,7 @@ def _classify(st: Stream, j: int, k: int, models: list[str], prices: PriceTable,
     # the last block boundary the read covers (none past the partition start if it misses the overhead)
     p = s0 if read + tolerance(read) < ov else max(s0, min(pos, observed_write_position(st, k, pos)))
     idle = _idle_ms(st, j, k)
-    cause = _cause(st, j, k, idle=idle, ttl=ttl, sys_ref=sys_ref, p=p, turn=u >= 0)
+    cause = _cause(st, j, k, idle=idle, ttl=ttl, sys_ref=sys_ref, p=p, turn=u >= 0, switch=switch)
     model = models[st.r_model[k]]
     tokens, cost = rebilled(prices.rates(model), st.r_uncached[k], st.r_w5[k], st.r_w1h[k], read, cached)
     c = BY_NAME[cause]

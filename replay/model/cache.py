@@ -55,6 +55,19 @@ class CacheConfig:
         ended (Claude Code 2.x sends an unlogged request there, its prompt suggestion); with
         observed evictions on, only where the next recorded read reaches that prefix.
         "none": no such write.
+    thinking_switch: "invalidate": a request that opens a user turn with extended thinking
+        switched on or off since the previous turn (visible for models with budget thinking:
+        the turn's first response has a thinking block or not) cannot read the message
+        entries, which are dropped; the system-prefix entries stay (Anthropic: "changes to
+        thinking parameters (enabled/disabled or budget allocation) invalidate message cache
+        breakpoints; system prompts and tools remain cached"). "ignore": no such rule.
+    system_prefix: where the system-prefix breakpoint ends. "log": at the part of the
+        overhead the stream's first request read from cache when that is less than the whole
+        overhead (the rest is first-message context the transcript does not record), else at
+        the overhead; "overhead": always at the overhead (tools, system prompt and that context).
+    clock: when a request looks up and refreshes the cache. "send": when it was sent, the
+        time of its last input block (the log stamps a request with its response, which can
+        come minutes later after long thinking); "response": the request's own time.
     """
 
     ttl: str = "log"
@@ -64,10 +77,15 @@ class CacheConfig:
     warm_start: str = "log"
     observed_evictions: str = "log"
     turn_end_write: str = "always"
+    thinking_switch: str = "invalidate"
+    system_prefix: str = "log"
+    clock: str = "send"
 
     def __post_init__(self):
         for name, allowed in (("ttl", TTLS), ("breakpoints", BREAKPOINTS), ("warm_start", WARM_STARTS),
-                              ("observed_evictions", ("log", "none")), ("turn_end_write", ("always", "none"))):
+                              ("observed_evictions", ("log", "none")), ("turn_end_write", ("always", "none")),
+                              ("thinking_switch", ("invalidate", "ignore")), ("system_prefix", ("log", "overhead")),
+                              ("clock", ("send", "response"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"cache.{name} = {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
         if self.lookback_blocks is not None and self.lookback_blocks < 0:
@@ -158,6 +176,11 @@ class StreamCache:
         self.entries.sort(key=_neg_tokens)  # the system entry may have been shortened
         if src is not None and pos >= 0:
             self._add([model, part, pos, min(prefix_tokens, src[3]), src[4], src[5]])
+
+    def drop_messages(self, model: int) -> None:
+        """The request's parameters changed in a way that invalidates the message entries of
+        ``model`` (a thinking switch): only its system-prefix entries stay readable."""
+        self.entries = [e for e in self.entries if e[0] != model or e[1] == SYS]
 
     def write(self, model: int, part: int, pos: int, tokens: float, t: int, ttl_ms: int) -> None:
         """An entry written by a request the log does not show, just before ``t`` (it lives
