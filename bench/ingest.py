@@ -14,12 +14,14 @@ the peak of the same command on a one-turn session (interpreter, DuckDB and toke
 
     python bench/ingest.py --memory [--size-mb 196] [--line-mb 50] [--tmp /tmp]
 
-``--jobs N`` instead times whole processes: `ctxreplay ingest PATH --jobs 1` and ``--jobs N``
-(a fresh database each, best of ``--repeat``), prints the speed-up, and, where `ccusage` is
-installed, the same for `ccusage session` on the same files (it reads them from a temporary
-``CLAUDE_CONFIG_DIR`` of links); where it is not, it says so.
+``--jobs N`` instead times whole processes: `ctxreplay ingest PATH -q --jobs 1` and ``--jobs N``
+(a fresh database each, ``--repeat`` runs each, interleaved; medians, best and worst), prints
+the speed-up of the medians, and, where `ccusage` is on PATH, times `ccusage session --json
+--offline` on the same files (read from a temporary ``CLAUDE_CONFIG_DIR`` of hard links, or
+symbolic links across file systems, which ccusage's native builds skip); where it is not
+installed, fails or finds no session, it says so.
 
-    python bench/ingest.py ../shared/logs/entire-cli --jobs 2 [--repeat 3]
+    python bench/ingest.py ../shared/logs/entire-cli --jobs 2 [--repeat 5]
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -163,17 +166,18 @@ def memory(size_mb: float, line_mb: float, tmp: Path | None) -> None:
                   f"{peak - base:.0f} MB above baseline) in {secs:.1f} s ({mb / secs:.1f} MB/s incl. start-up)")
 
 
-def _best(cmd: list[str], repeat: int, env: dict, fresh: Path | None = None) -> float:
-    """Best whole-process wall seconds of ``cmd`` over ``repeat`` runs (``fresh``: deleted before each)."""
-    best = float("inf")
-    for _ in range(repeat):
-        if fresh is not None:
-            for f in fresh.parent.glob(fresh.name + "*"):
-                f.unlink()
-        t = time.perf_counter()
-        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
-        best = min(best, time.perf_counter() - t)
-    return best
+def _run(cmd: list[str], env: dict, fresh: Path | None = None) -> tuple[float, str]:
+    """(whole-process wall seconds, stdout) of ``cmd`` (``fresh``: deleted before)."""
+    if fresh is not None:
+        for f in fresh.parent.glob(fresh.name + "*"):
+            f.unlink()
+    t = time.perf_counter()
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True, text=True)
+    return time.perf_counter() - t, r.stdout
+
+
+def _stats(xs: list[float]) -> str:
+    return f"median {statistics.median(xs):.2f} s (best {min(xs):.2f}, worst {max(xs):.2f})"
 
 
 def parallel(path: Path, jobs: int, repeat: int) -> None:
@@ -182,30 +186,53 @@ def parallel(path: Path, jobs: int, repeat: int) -> None:
 
     logs = sorted(f for f in (path.rglob("*") if path.is_dir() else [path]) if f.suffix in (".jsonl", ".json"))
     mb = sum(f.stat().st_size for f in logs) / 1e6
-    print(f"corpus: {path} ({len(logs)} files, {mb:.1f} MB); {os.cpu_count()} CPUs; best of {repeat}, whole process")
+    print(f"corpus: {path} ({len(logs)} files, {mb:.1f} MB); {os.cpu_count()} CPUs; {repeat} runs each "
+          f"(interleaved), whole process, fresh database")
     with tempfile.TemporaryDirectory(prefix="ctxreplay-bench-") as d:
         work = Path(d)
         load_or_create_master_key(work / "key")
         env = {**os.environ, "CTXREPLAY_KEY_FILE": str(work / "key")}
-        secs = {}
-        for n in sorted({1, jobs}):
-            db = work / f"jobs{n}.duckdb"
-            secs[n] = _best([sys.executable, "-m", "replay.cli", "ingest", str(path), "--db", str(db), "-q",
-                             "--jobs", str(n)], repeat, env, fresh=db)
-            print(f"ctxreplay ingest --jobs {n}: {secs[n]:.2f} s ({mb / secs[n]:.1f} MB/s)")
+        ns = sorted({1, jobs})
+        secs: dict[int, list[float]] = {n: [] for n in ns}
+        for _ in range(repeat):  # interleaved, so that a busier moment of the machine hits both alike
+            for n in ns:
+                db = work / f"jobs{n}.duckdb"
+                secs[n].append(_run([sys.executable, "-m", "replay.cli", "ingest", str(path), "--db", str(db), "-q",
+                                     "--jobs", str(n)], env, fresh=db)[0])
+        med = {n: statistics.median(v) for n, v in secs.items()}
+        for n in ns:
+            print(f"ctxreplay ingest --jobs {n}: {_stats(secs[n])}; {mb / med[n]:.1f} MB/s")
         if jobs > 1:
-            print(f"--jobs {jobs} speed-up over --jobs 1: {secs[1] / secs[jobs]:.2f}x")
+            print(f"--jobs {jobs} speed-up over --jobs 1 (medians): {med[1] / med[jobs]:.2f}x")
         ccusage = shutil.which("ccusage")
         if not ccusage:
             print("ccusage: not installed here (not on PATH): no comparison with `ccusage session`")
             return
         projects = work / "claude" / "projects" / "bench"
         projects.mkdir(parents=True)
-        for i, f in enumerate(logs):
-            (projects / f"{i:05d}-{f.name}").symlink_to(f.resolve())
+        for i, f in enumerate(logs):  # hard links where possible: ccusage's native builds skip symbolic links
+            link = projects / f"{i:05d}-{f.name}"
+            try:
+                os.link(f.resolve(), link)
+            except OSError:
+                link.symlink_to(f.resolve())
         cenv = {**os.environ, "CLAUDE_CONFIG_DIR": str(work / "claude")}
-        c = _best([ccusage, "session", "--json", "--offline"], repeat, cenv)
-        print(f"ccusage session: {c:.2f} s  ->  ctxreplay ingest --jobs {jobs} is {c / secs[jobs]:.2f}x ccusage")
+        cmd = [ccusage, "session", "--json", "--offline"]
+        try:
+            runs = [_run(cmd, cenv) for _ in range(repeat)]
+        except subprocess.CalledProcessError as e:
+            print(f"ccusage: failed ({(e.stderr or '').strip()[:200]}): no comparison with `ccusage session`")
+            return
+        try:
+            found = len(json.loads(runs[-1][1]).get("session", []))
+        except ValueError:
+            found = -1
+        if found <= 0:
+            print("ccusage: read no session from these files: no comparison with `ccusage session`")
+            return
+        c = [r[0] for r in runs]
+        print(f"ccusage session --json --offline ({found} sessions): {_stats(c)}  ->  ctxreplay ingest --jobs {jobs} "
+              f"takes {med[jobs] / statistics.median(c):.2f}x ccusage's time (medians)")
 
 
 def main() -> None:

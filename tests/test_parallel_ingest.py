@@ -102,3 +102,148 @@ def test_cli_jobs_option(tmp_path, monkeypatch):
     assert outs[0] == outs[1] and outs[0]["sessions"] == 1
     r = runner.invoke(cli, ["ingest", str(logs), "--db", str(tmp_path / "c0.duckdb"), "--jobs", "0"])
     assert r.exit_code == 2
+
+
+def test_workers_start_before_the_database_and_clean_up(tmp_path):
+    """Workers start at once; a database that cannot be opened stops them and removes their temporary file."""
+    import multiprocessing
+
+    import pytest
+
+    from replay.ingest.keys import Keyring
+    from replay.store import StoreError
+    from replay.store.load_parallel import Workers, _known
+
+    keys = Keyring.for_dataset(load_or_create_master_key(tmp_path / "key"), "default")
+    w = Workers(keys, "default", 2)
+    try:
+        w.set_known({"a" * 64, "b" * 64})  # the content hashes stored when the ingest began reach every worker
+        assert w.ex.submit(_known).result() == {"a" * 64, "b" * 64}
+    finally:
+        w.close(ok=True)
+    assert not Path(w.known_path).exists() and not multiprocessing.active_children()
+    logs = tmp_path / "logs"
+    basic_session().write_jsonl(logs / "s1.jsonl")
+    Transcript(session_id="other").write_jsonl(logs / "s2.jsonl")
+    (tmp_path / "dir.duckdb").mkdir()
+    with pytest.raises(StoreError):
+        ingest([logs], tmp_path / "dir.duckdb", key_file=tmp_path / "key", jobs=2)
+    assert not multiprocessing.active_children()
+
+
+def test_start_method_forks_only_without_other_threads():
+    import sys
+    import threading
+
+    from replay.store.load_parallel import start_method
+
+    expected = "fork" if sys.platform.startswith("linux") and threading.active_count() == 1 else "spawn"
+    assert start_method() == expected
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert start_method() == "spawn"  # a lock another thread holds would stay held in a forked worker
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_spawned_workers_and_byte_copies_of_stored_files(tmp_path, monkeypatch):
+    """Spawned workers (a thread running) write the same; a byte copy of a stored file is counted, not stored."""
+    import threading
+
+    logs = tmp_path / "logs"
+    basic_session().write_jsonl(logs / "s1.jsonl")
+    long = Transcript(session_id="grown")
+    for i in range(3):
+        long.user(f"turn {i}")
+        long.assistant(f"m{i}", [text(f"answer {i}")], usage(write=10, read=10 * i))
+    long.write_jsonl(logs / "long.jsonl")
+    master = load_or_create_master_key(tmp_path / "key")
+    first = ingest([logs], tmp_path / "j1.duckdb", master_key=master, jobs=1)
+    shutil.copy(logs / "long.jsonl", logs / "copy.jsonl")
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        again = ingest([logs], tmp_path / "j1.duckdb", master_key=master, jobs=2)
+    finally:
+        stop.set()
+        t.join()
+    assert (again.duplicates, again.unchanged, again.ingested, again.failed) == (1, 2, 0, [])
+    one = ingest([logs], tmp_path / "k1.duckdb", master_key=master, jobs=1).as_dict()
+    two = ingest([logs], tmp_path / "k2.duckdb", master_key=master, jobs=2).as_dict()
+    one.pop("seconds"), two.pop("seconds")
+    assert one == two and first.sessions == 2
+    assert _tables(tmp_path / "k1.duckdb") == _tables(tmp_path / "k2.duckdb")
+
+
+def test_a_dead_worker_hands_its_files_back(tmp_path, monkeypatch):
+    """A worker that dies mid-run: its file and the rest are read by the writer; the result is unchanged."""
+    import os
+
+    import pytest
+
+    from replay.store import load_parallel
+
+    if load_parallel.start_method() != "fork":
+        pytest.skip("the failure is planted in forked workers")
+    logs = tmp_path / "logs"
+    for i in range(12):
+        t = Transcript(session_id=f"s{i}")
+        t.user(f"task {i}")
+        t.assistant(f"m{i}", [text(f"answer {i}")], usage(write=10))
+        t.write_jsonl(logs / f"s{i:02d}.jsonl")
+    master = load_or_create_master_key(tmp_path / "key")
+    one = ingest([logs], tmp_path / "j1.duckdb", master_key=master, jobs=1).as_dict()
+    parse = load_parallel.parse_unit
+
+    def dies_on_s05(unit, *a):
+        if unit.main.name == "s05.jsonl":
+            os._exit(1)
+        return parse(unit, *a)
+
+    monkeypatch.setattr(load_parallel, "parse_unit", dies_on_s05)  # inherited by the forked workers only
+    two = ingest([logs], tmp_path / "j2.duckdb", master_key=master, jobs=2).as_dict()
+    one.pop("seconds"), two.pop("seconds")
+    assert one == two and two["sessions"] == 12 and not two["failed"]
+    assert _tables(tmp_path / "j1.duckdb") == _tables(tmp_path / "j2.duckdb")
+
+
+def test_results_are_taken_in_file_order_a_bounded_window_ahead(tmp_path):
+    from replay.store.load_parallel import WINDOW_BYTES, WINDOW_FILES, full
+
+    assert not full(3, 10 * WINDOW_BYTES, 2)  # at least two files per worker, however large
+    assert full(4, 2 * WINDOW_BYTES, 2) and not full(4, 2 * WINDOW_BYTES - 1, 2)
+    assert full(2 * WINDOW_FILES, 0, 2) and not full(2 * WINDOW_FILES - 1, 0, 2)
+    logs = tmp_path / "logs"
+    for i in range(40):
+        t = Transcript(session_id=f"s{i}")
+        t.user(f"task {i}" * (1 + 50 * (i % 7)))  # uneven sizes: workers finish out of order
+        t.assistant(f"m{i}", [text(f"answer {i}")], usage(write=10))
+        t.write_jsonl(logs / f"s{i:02d}.jsonl")
+    seen = []
+    s = ingest([logs], tmp_path / "j2.duckdb", key_file=tmp_path / "key", jobs=2,
+               on_progress=lambda n, name: seen.append((name, n)))
+    assert [name for name, _ in seen] == [f"s{i:02d}.jsonl" for i in range(40)] and s.sessions == 40
+    assert [n for _, n in seen] == [(logs / name).stat().st_size for name, _ in seen]
+
+
+def test_the_ingest_progress_bar_starts_no_thread():
+    """ingest's bar is refreshed per file, not by a thread, so --jobs workers can be forked even
+    on a terminal (a running thread makes the pool fall back to fresh processes)."""
+    import io
+    import threading
+
+    from rich.console import Console
+
+    from replay.cli.common import byte_progress
+
+    tty = Console(file=io.StringIO(), force_terminal=True)
+    bar = byte_progress("ingest", disable=False, console=tty, auto_refresh=False)
+    with bar:
+        task = bar.add_task("", total=10)
+        bar.update(task, advance=5, refresh=True)
+        assert threading.active_count() == 1
+    assert "ingest" in tty.file.getvalue()

@@ -306,14 +306,15 @@ def make_options(ttl, breakpoints, observed_evictions, prices_file, price_date, 
 
 # --- progress bars --------------------------------------------------------------------
 
-def byte_progress(label: str, disable: bool, console: Console | None = None) -> Progress:
+def byte_progress(label: str, disable: bool, console: Console | None = None, auto_refresh: bool = True) -> Progress:
     """A bar over bytes read, with the current file name (ingest, anonymize), shown as plain
-    text; none when the console is not a terminal."""
+    text; none when the console is not a terminal. ``auto_refresh=False``: no refresh thread
+    (the caller refreshes on each update), so worker processes can still be forked."""
     console = console or err
     return Progress(
         TextColumn(f"[bold]{esc(label)}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
         TextColumn("{task.description}", markup=False), console=console, disable=disable or not console.is_terminal,
-        transient=True,
+        transient=True, auto_refresh=auto_refresh,
     )
 
 

@@ -42,13 +42,15 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
 
     with fail_on(ValueError, OSError):
         master = open_master_key(key_file)
-    progress = byte_progress("ingest", disable=quiet or as_json)
+    # refreshed per file rather than by a thread: with no other thread running, --jobs workers
+    # are forked (they start with every module imported), which is what makes --jobs 2 pay
+    progress = byte_progress("ingest", disable=quiet or as_json, auto_refresh=False)
     with progress, fail_on(store.StoreError, ValueError, OSError):
         task = progress.add_task("", total=None)
         summary = run_ingest(
             list(paths), db, dataset=dataset, master_key=master, jobs=jobs,
-            on_total=lambda n: progress.update(task, total=n),
-            on_progress=lambda n, name: progress.update(task, advance=n, description=clean(name[:40])),
+            on_total=lambda n: progress.update(task, total=n, refresh=True),
+            on_progress=lambda n, name: progress.update(task, advance=n, description=clean(name[:40]), refresh=True),
         )
     if as_json:
         echo_json(summary.as_dict(), default=None)

@@ -221,26 +221,27 @@ def ingest(
     summary.files = sum(1 + len(u.subagents) for u in units)
     master = master_key if master_key is not None else load_or_create_master_key(key_file)
     keys = Keyring.for_dataset(master, dataset)
-    con = store.connect(db, verify=True)
-    try:
-        store.ensure_dataset(con, dataset, keys.fingerprint, COUNTER)
-        if on_total:
-            on_total(sum(u.size for u in units))
-        run = _Run(con, keys, dataset, summary, _BATCH or batch_blocks)
-        if jobs > 1 and len(units) > 1:
-            from replay.store.load_parallel import read_in_parallel
+    from replay.store.load_parallel import Workers, read_in_parallel
 
-            read_in_parallel(run, units, jobs, on_progress)
-        else:
-            for unit in units:
-                item = run.read(unit)
-                if item is not None:
-                    run.add(item)
-                if on_progress:
-                    on_progress(unit.size, unit.main.name)
-        run.flush()
-    finally:
-        con.close()
+    with Workers.start(keys, dataset, jobs if len(units) > 1 else 1) as workers:  # before the database is opened
+        con = store.connect(db, verify=True)
+        try:
+            store.ensure_dataset(con, dataset, keys.fingerprint, COUNTER)
+            if on_total:
+                on_total(sum(u.size for u in units))
+            run = _Run(con, keys, dataset, summary, _BATCH or batch_blocks)
+            if workers is not None:
+                read_in_parallel(run, units, workers, on_progress)
+            else:
+                for unit in units:
+                    item = run.read(unit)
+                    if item is not None:
+                        run.add(item)
+                    if on_progress:
+                        on_progress(unit.size, unit.main.name)
+            run.flush()
+        finally:
+            con.close()
     summary.seconds = time.perf_counter() - t0
     return summary
 

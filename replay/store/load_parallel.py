@@ -6,11 +6,22 @@ the database and the summary are the same. A worker skips parsing a file that is
 or whose content was stored when the ingest began (the writer skips it too: what is stored
 only grows). Workers ignore Ctrl-C (the writer handles it); if one dies, its file and the
 rest are read by the writer.
+
+The workers are started (`Workers`) before the database is opened, so that they start up
+while the writer opens it. On Linux, when no other thread runs in this process,
+they are forked: they start at once, with every module already imported (no DuckDB thread
+exists yet, and no other Python thread can hold a lock they inherit); elsewhere they are
+spawned. The content hashes stored when the ingest began reach them through a temporary
+file, written once the database is read (a file they cannot read only costs a parse the
+writer then discards). Once every file is submitted, the writer writes its pending batch
+while it waits for the last results, so that little is left to write after the last one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from replay.ingest.keys import Keyring
@@ -22,14 +33,42 @@ if TYPE_CHECKING:
 _W: dict = {}  # a worker's keyring, dataset and the content hashes stored when the ingest started
 
 
-def _worker_init(keys: Keyring, dataset: str, known: set[str]) -> None:
+def start_method() -> str:
+    """'fork' on Linux when this process runs no other Python thread, else 'spawn'."""
+    import multiprocessing
+    import sys
+    import threading
+
+    if sys.platform.startswith("linux") and threading.active_count() == 1 \
+            and "fork" in multiprocessing.get_all_start_methods():
+        return "fork"
+    return "spawn"
+
+
+def _worker_init(keys: Keyring, dataset: str, known_path: str | None) -> None:
     import signal
 
     from replay.ingest import tokens
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle
     tokens.THREADS = 1  # one core per worker
-    _W.update(keys=keys, dataset=dataset, known=known)
+    _W.clear()
+    _W.update(keys=keys, dataset=dataset, known_path=known_path, known=None)
+
+
+def _ready() -> None:
+    """A no-op task: submitted once per worker to start the processes before the database is opened."""
+
+
+def _known() -> set[str]:
+    """The content hashes stored when the ingest began, read once per worker (empty if they cannot be)."""
+    if _W["known"] is None:
+        try:
+            with open(_W["known_path"]) as fh:
+                _W["known"] = set(fh.read().split())
+        except (OSError, TypeError):
+            _W["known"] = set()
+    return _W["known"]
 
 
 def _worker_read(unit: Unit, file_key: str, latest: int, latest_hash: str | None):
@@ -39,71 +78,151 @@ def _worker_read(unit: Unit, file_key: str, latest: int, latest_hash: str | None
         content_hash, size, sizes = hash_unit(unit, keys)
     except OSError as e:
         return None, 0, Parsed(failure=(str(e.filename or unit.main), f"cannot read: {e.strerror or e}"))
-    if latest_hash == content_hash or (latest == 0 and content_hash in _W["known"]):
+    if latest_hash == content_hash or (latest == 0 and content_hash in _known()):
         return content_hash, size, None  # skipped by the writer too (what is stored only grows)
     return content_hash, size, parse_unit(unit, keys, dataset, file_key, sizes)
 
 
-def read_in_parallel(run: _Run, units: list[Unit], jobs: int, on_progress: Callable[[int, str], None] | None) -> None:
-    """`ingest`'s loop with reading in ``jobs`` processes, results taken in unit order (a bounded window ahead)."""
-    import multiprocessing
+class Workers:
+    """``jobs`` worker processes, started at once (before the database is opened)."""
+
+    @classmethod
+    @contextmanager
+    def start(cls, keys: Keyring, dataset: str, jobs: int) -> Iterator[Workers | None]:
+        """The workers (None for one job), stopped on leaving: waited for unless reading was interrupted."""
+        if jobs <= 1:
+            yield None
+            return
+        workers = cls(keys, dataset, jobs)
+        ok = False
+        try:
+            yield workers
+            ok = True
+        finally:
+            workers.close(ok or not workers.reading)
+
+    def __init__(self, keys: Keyring, dataset: str, jobs: int):
+        import multiprocessing
+        import tempfile
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.jobs = jobs
+        self.reading = False  # files were submitted (an interrupted run then does not wait for them)
+        try:
+            fd, self.known_path = tempfile.mkstemp(prefix="ctxreplay-known-", suffix=".txt")
+            os.close(fd)
+        except OSError:
+            self.known_path = None  # workers then parse byte copies of stored files; the writer skips them
+        self.ex = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(start_method()),
+                                      initializer=_worker_init, initargs=(keys, dataset, self.known_path))
+        try:
+            for _ in range(jobs):
+                self.ex.submit(_ready)
+        except BaseException:
+            self.close(ok=False)
+            raise
+
+    def set_known(self, known: set[str]) -> None:
+        """Hand the workers the content hashes stored when the ingest began (before any file is submitted)."""
+        if self.known_path is None:
+            return
+        try:
+            with open(self.known_path, "w") as fh:
+                fh.write("\n".join(known))
+        except OSError:
+            pass  # _known() reads what it can; a parse too many is discarded by the writer
+
+    def close(self, ok: bool) -> None:
+        try:
+            self.ex.shutdown(wait=ok, cancel_futures=True)
+        finally:
+            if self.known_path is not None:
+                try:
+                    os.unlink(self.known_path)
+                except OSError:
+                    pass
+
+
+WINDOW_FILES = 32  # files submitted ahead of the writer, per worker: they keep busy while it writes a batch
+WINDOW_BYTES = 64 << 20  # ... and at most this many log bytes per worker (a trace is a few % of its log)
+
+
+def full(files: int, size: int, jobs: int) -> bool:
+    """Whether enough is submitted ahead: ``WINDOW_FILES`` files or ``WINDOW_BYTES`` per worker, and 2 files."""
+    return files >= 2 * jobs and (files >= WINDOW_FILES * jobs or size >= WINDOW_BYTES * jobs)
+
+
+def read_in_parallel(run: _Run, units: list[Unit], workers: Workers,
+                     on_progress: Callable[[int, str], None] | None) -> None:
+    """`ingest`'s loop with reading in the worker processes, results taken in unit order (a bounded window ahead)."""
     from collections import deque
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    ex = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
-                             initargs=(run.keys, run.dataset, set(run.known)))
+    ex, jobs = workers.ex, workers.jobs
+    workers.reading = True
+    workers.set_known(run.known)
     window: deque = deque()
     todo = iter(units)
     broken = False
-    ok = False
-    try:
-        def submit() -> None:
-            for unit in todo:
-                file_key = run.file_key(unit)
-                latest, latest_hash = run.status.get(file_key, (0, None))
-                window.append((unit, file_key, ex.submit(_worker_read, unit, file_key, latest, latest_hash)))
-                if len(window) >= 4 * jobs:
-                    return
+    drained = False  # every file submitted
+    ahead = [0]  # log bytes in the window
+    early_flush = False
 
-        submit()
-        while window:
-            unit, file_key, fut = window.popleft()
-            if broken:
+    def submit() -> None:
+        nonlocal broken, drained
+        for unit in todo:
+            file_key = run.file_key(unit)
+            latest, latest_hash = run.status.get(file_key, (0, None))
+            try:
+                fut = None if broken else ex.submit(_worker_read, unit, file_key, latest, latest_hash)
+            except BrokenProcessPool:  # a worker died: this file and the rest are read here
+                broken, fut = True, None
+            nbytes = unit.size
+            ahead[0] += nbytes
+            window.append((unit, file_key, fut, nbytes))
+            if not broken and full(len(window), ahead[0], jobs):
+                return
+        drained = True
+
+    submit()
+    while window:
+        unit, file_key, fut, nbytes = window.popleft()
+        ahead[0] -= nbytes
+        if broken:
+            item = run.read(unit)
+        else:
+            if drained and not early_flush and not fut.done() and run.pending:
+                # every file is submitted and the workers are busy: write what is pending now, not after the
+                # last file (once: each batch costs a fixed time)
+                early_flush = True
+                run.flush()
+            try:
+                content_hash, size, parsed = fut.result()
+            except BrokenProcessPool:  # a worker died (killed, out of memory?): this file and the rest are read here
+                broken = True
                 item = run.read(unit)
+            except Exception as e:  # e.g. a result that cannot be sent back
+                run.summary.failed.append((str(unit.main), f"internal error while reading ({type(e).__name__}: "
+                                                           f"{e}); please report"))
+                item = None
             else:
-                try:
-                    content_hash, size, parsed = fut.result()
-                except BrokenProcessPool:  # a worker died (killed, out of memory?): this file and the rest are read here
-                    broken = True
-                    item = run.read(unit)
-                except Exception as e:  # e.g. a result that cannot be sent back
-                    run.summary.failed.append((str(unit.main), f"internal error while reading ({type(e).__name__}: "
-                                                               f"{e}); please report"))
-                    item = None
+                item = None
+                if content_hash is None:
+                    run.finish(unit, file_key, 0, "", 0, parsed)
                 else:
-                    item = None
-                    if content_hash is None:
-                        run.finish(unit, file_key, 0, "", 0, parsed)
-                    else:
-                        latest = run.check(file_key, content_hash, size)
-                        if latest is not None:
-                            if parsed is None:  # not expected (what is stored only grows): read it here
-                                try:
-                                    sizes = hash_unit(unit, run.keys)[2]
-                                    parsed = parse_unit(unit, run.keys, run.dataset, file_key, sizes)
-                                except OSError as e:
-                                    parsed = Parsed(failure=(str(e.filename or unit.main),
-                                                              f"cannot read: {e.strerror or e}"))
-                            item = run.finish(unit, file_key, latest, content_hash, size, parsed)
-                if not broken:
-                    submit()
-            if broken and not window:
-                window.extend((rest, run.file_key(rest), None) for rest in todo)
-            if item is not None:
-                run.add(item)
-            if on_progress:
-                on_progress(unit.size, unit.main.name)
-        ok = True
-    finally:
-        ex.shutdown(wait=ok, cancel_futures=True)
+                    latest = run.check(file_key, content_hash, size)
+                    if latest is not None:
+                        if parsed is None:  # not expected (what is stored only grows): read it here
+                            try:
+                                sizes = hash_unit(unit, run.keys)[2]
+                                parsed = parse_unit(unit, run.keys, run.dataset, file_key, sizes)
+                            except OSError as e:
+                                parsed = Parsed(failure=(str(e.filename or unit.main),
+                                                          f"cannot read: {e.strerror or e}"))
+                        item = run.finish(unit, file_key, latest, content_hash, size, parsed)
+        if not broken or not window:
+            submit()  # once broken, the files not yet submitted are queued unread (read here)
+        if item is not None:
+            run.add(item)
+        if on_progress:
+            on_progress(nbytes, unit.main.name)
