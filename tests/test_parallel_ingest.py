@@ -187,8 +187,11 @@ def test_a_dead_worker_hands_its_files_back(tmp_path, monkeypatch):
 
     from replay.store import load_parallel
 
-    if load_parallel.start_method() != "fork":
-        pytest.skip("the failure is planted in forked workers")
+    if "fork" not in __import__("multiprocessing").get_all_start_methods():
+        pytest.skip("the failure is planted in forked workers; this platform cannot fork")
+    # earlier tests may leave a Python thread running (a joblib executor), which makes the pool
+    # fall back to fresh processes; the planted failure needs forked workers
+    monkeypatch.setattr(load_parallel, "start_method", lambda: "fork")
     logs = tmp_path / "logs"
     for i in range(12):
         t = Transcript(session_id=f"s{i}")
@@ -241,9 +244,12 @@ def test_the_ingest_progress_bar_starts_no_thread():
     from replay.cli.common import byte_progress
 
     tty = Console(file=io.StringIO(), force_terminal=True)
+    before = threading.active_count()  # earlier tests may have left threads of their own
     bar = byte_progress("ingest", disable=False, console=tty, auto_refresh=False)
     with bar:
         task = bar.add_task("", total=10)
         bar.update(task, advance=5, refresh=True)
-        assert threading.active_count() == 1
+        assert threading.active_count() == before
+    with byte_progress("ingest", disable=False, console=tty):  # the default bar does start one
+        assert threading.active_count() == before + 1
     assert "ingest" in tty.file.getvalue()
