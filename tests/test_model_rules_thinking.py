@@ -465,3 +465,28 @@ def test_break_classified_as_thinking_switch():
 def test_budget_thinking_aliases_and_dotted_names(name):
     assert budget_thinking(name)
     assert not budget_thinking(name.replace("4.5", "4.6").replace("4-0", "4-6").replace("4.1", "4.7"))
+
+
+def _idle_stream(prompt_ts: int, r2_ts: int):
+    """As switch_stream without the switch, with the r2 prompt's own time stamp."""
+    b = builder()
+    b.block(500, "user_text", ts=0)
+    b.request(ts=0, read=0, w5=10_500, has_usage=True)
+    b.tool_call("Read", 2000)
+    b.request(ts=1 * MIN, read=10_500, w5=2_050, has_usage=True)
+    b.block(300, "assistant_text", ts=1 * MIN)
+    b.block(200, "user_text", ts=prompt_ts)
+    b.request(ts=r2_ts, read=10_000, w5=3_050, has_usage=True)
+    b.block(50, "assistant_text")
+    return b
+
+
+def test_breaks_measure_idle_to_the_send_time_as_the_engine_does():
+    # the prompt at 5:30, its response stamped 6:30: sent at 5:30, 4:30 after the response that
+    # ended at 1:00, within the 5-minute TTL: not an expiry
+    rows = _breaks(_idle_stream(prompt_ts=5 * MIN + 30_000, r2_ts=6 * MIN + 30_000))
+    assert [(r["cause"], r["idle_s"]) for r in rows] == [("first_message_rewritten", 270.0)]
+    # a prompt stamped 5:30 before its response (7:00) is a rewritten stamp: the request's time
+    # is the send time, 6:00 after the previous response: an expiry
+    rows = _breaks(_idle_stream(prompt_ts=1 * MIN + 30_000, r2_ts=7 * MIN))
+    assert [(r["cause"], r["idle_s"]) for r in rows] == [("ttl_5m", 360.0)]

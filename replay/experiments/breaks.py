@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from replay.engine.calibration import base_prefix, observed_write_position, thinking_switches, tolerance
+from replay.engine.calibration import (
+    MAX_LATENCY_MS,
+    base_prefix,
+    observed_write_position,
+    thinking_switches,
+    tolerance,
+)
 from replay.engine.pricing import stream_ttls
 from replay.ingest.trace import BLOCK_KINDS
 from replay.model.arrays import KIND_CODE, Dataset, Stream, load_dataset
@@ -103,7 +109,8 @@ def _cached(st: Stream, j: int, k: int, u: int) -> float:
 
 def _idle_ms(st: Stream, j: int, k: int) -> int | None:
     """From the end of the previous response (its last assistant block, or its request time) to
-    the send time of request k (its last input block, capped at its request time)."""
+    the send time of request k: its last input block where that is at most ``MAX_LATENCY_MS``
+    before its request time (`engine.calibration.send_times`), else its request time."""
     pj, pos, ts = st.r_pos[j], st.r_pos[k], st.ts
     last_use = st.r_ts[j]
     b = pj
@@ -115,7 +122,10 @@ def _idle_ms(st: Stream, j: int, k: int) -> int | None:
     send = st.r_ts[k]
     if inputs:
         last_input = max(max(inputs), last_use)
-        send = last_input if send < 0 else min(send, last_input)
+        if send < 0:
+            send = last_input
+        elif last_input <= send and send - last_input <= MAX_LATENCY_MS:  # as the engine's send clock
+            send = last_input
     if send < 0 or last_use < 0:
         return None
     return max(0, send - last_use)
