@@ -23,6 +23,8 @@ from typing import Any
 
 import pandas as pd
 
+from replay.model.cache import stored_settings
+
 from . import intervals as iv
 
 SUM_FIGURES = ("requests", "input_total", "uncached", "cache_read", "cache_write_5m", "cache_write_1h", "output",
@@ -43,6 +45,10 @@ def run_totals(con, dataset: str | None = None) -> pd.DataFrame:
     ).df()
     if df.empty:
         return df
+    # one text per configuration, settings a run predates filled in, so pairing is by meaning
+    df["cache_config"] = df["cache_config"].map(
+        lambda t: json.dumps(stored_settings(json.loads(t)), sort_keys=True))
+    df["cache_config"] = df["cache_config"].astype(object)
     df["cache_write"] = df["cache_write_5m"] + df["cache_write_1h"]
     df["hit_rate"] = df["cache_read"] / (df["cache_read"] + df["cache_write"] + df["uncached"]).where(lambda x: x > 0)
     df["mean_hint_distance"] = (df["hint_distance"] / df["hints"]).where(df["hints"] > 0)

@@ -235,8 +235,8 @@ def test_cli_json_text_and_session_filter(sample_db):
 
 @pytest.mark.parametrize("corpus, named, direct", [
     # measured (2026-11-23, with the thinking-switch rule): entire-cli 330 breaks, 20.7 M tokens, named 98.5%,
-    # direct 85.1%;
-    # claude-code 72 breaks, 4.4 M tokens, named 96.6%, direct 66.7%
+    # direct 84.7%;
+    # claude-code 72 breaks, 4.4 M tokens, named 96.6%, direct 62.0%
     ("entire-cli", 0.95, 0.80),
     ("claude-code", 0.92, 0.58),
 ])

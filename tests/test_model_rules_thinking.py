@@ -353,14 +353,17 @@ def test_system_prefixes_by_hand():
     assert _system_prefixes(st, [8_000.0], log) == [0.0]
 
 
-@pytest.mark.parametrize("read,has_usage", [(0, True), (30_000, True), (31_000, True), (10_000, False)])
-def test_system_prefix_is_the_overhead_unless_the_first_read_is_inside_it(read, has_usage):
+@pytest.mark.parametrize("read,has_usage,want", [(0, True, 30_000.0), (30_000, True, 30_000.0),
+                                                  (31_000, True, 30_000.0), (10_000, False, 12_000.0)])
+def test_system_prefix_is_the_overhead_unless_the_first_read_is_inside_it(read, has_usage, want):
+    # only the stream's first request with usage counts (the one the overhead is inferred at):
+    # without usage on the first, the second's warm read of 12,000 decides
     b = builder(overhead=30_000)
     b.block(500, "user_text")
     b.request(ts=0, read=read, has_usage=has_usage)
     b.block(200, "user_text")
-    b.request(ts=MIN, read=10_000, has_usage=True)   # only the stream's first request counts
-    assert _system_prefixes(b.stream(), [30_000.0], CacheConfig()) == [30_000.0]
+    b.request(ts=MIN, read=12_000, has_usage=True)
+    assert _system_prefixes(b.stream(), [30_000.0], CacheConfig()) == [want]
 
 
 def test_system_prefix_is_per_model():
@@ -490,3 +493,25 @@ def test_breaks_measure_idle_to_the_send_time_as_the_engine_does():
     # is the send time, 6:00 after the previous response: an expiry
     rows = _breaks(_idle_stream(prompt_ts=1 * MIN + 30_000, r2_ts=7 * MIN))
     assert [(r["cause"], r["idle_s"]) for r in rows] == [("ttl_5m", 360.0)]
+
+
+
+def test_a_model_switch_resets_the_thinking_state():
+    """An Opus turn that thinks, then a Sonnet turn whose first request has no logged response and
+    whose retry does not think: the Sonnet turn starts from its own state, so no switch."""
+    b = builder(models=(SONNET, OPUS_46))
+    b.block(200, "user_text")
+    b.request(ts=-1, model=1)
+    b.block(100, "thinking")
+    b.block(50, "assistant_text")
+    b.block(200, "user_text")
+    b.request(ts=-1)                 # Sonnet, no response in the log
+    b.request(ts=-1)                 # its retry: no thinking
+    b.block(50, "assistant_text")
+    assert switches(b) == [False, False, False]
+
+
+def test_a_switch_that_reads_less_than_the_system_prefix_is_not_named_a_switch():
+    """The switch keeps the system prefix: a read of 0 at a switching turn is another cause."""
+    rows = _breaks(switch_stream(recorded=(0, 10_500, 0)))
+    assert [r["cause"] for r in rows] == ["system_changed"]

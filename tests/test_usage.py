@@ -358,3 +358,17 @@ def test_fast_mode_at_fast_rates_where_the_trace_records_speed(db, tmp_path):
     # --model takes the model's name: fast and standard responses alike
     assert strict_json(run("usage", "--db", copy, "--prices", prices, "--model", "claude-test-one", "-j").output)[
         "totals"]["requests"] == 2
+
+
+def test_project_filter_names_sessions_without_a_project(db, tmp_path):
+    """In a database where some sessions predate projects, --project says how many it leaves out."""
+    mixed = tmp_path / "mixed.duckdb"
+    mixed.write_bytes((db / "u.duckdb").read_bytes())
+    con = duckdb.connect(str(mixed))
+    con.execute("UPDATE sessions SET project = NULL WHERE session_id = (SELECT min(session_id) FROM sessions)")
+    con.close()
+    r = CliRunner().invoke(main, ["usage", "--db", str(mixed), "--project", "/home/alice", "--key-file",
+                                  str(db / "u.key"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert "1 session(s) of default record no project" in r.stderr
+    assert strict_json(r.stdout)["totals"]["requests"] < 5

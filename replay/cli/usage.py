@@ -12,7 +12,7 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, dataset_option, echo_json, esc, fail, fail_on, fmt_ts, format_option, json_option, open_db, out,
+    DB_OPTION, dataset_option, echo_json, err, esc, fail, fail_on, fmt_ts, format_option, json_option, open_db, out,
     pick_dataset, print_table, slice_options
 )
 
@@ -91,6 +91,13 @@ def make_filters(con, dataset: str, since, until, projects, models, agents, tz_n
         fail(f"--since {since} is after --until {until}")
     if projects and not has_project_column(con, dataset):
         fail(NO_PROJECT_MESSAGE)
+    if projects:
+        missing = con.execute("SELECT count(*) FROM sessions WHERE dataset = ? AND project IS NULL",
+                              [dataset]).fetchone()[0]
+        if missing:
+            err.print(f"note: {missing:,} session(s) of {esc(dataset)} record no project (ingested before ctxreplay "
+                      "recorded projects, or from logs without a working directory) and are left out by --project; "
+                      "re-ingest them into a new database to include them")
     names = _project_pseudonyms(con, dataset, projects, key_file) if projects else {}
     return Filters(since=s, until=u, projects=tuple(names), models=tuple(models), agents=tuple(agents),
                    tz=_timezone(tz_name), project_names=names)

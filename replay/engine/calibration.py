@@ -86,6 +86,8 @@ def thinking_switches(st: Stream, models: list[str], cfg: CacheConfig) -> list[b
     pending = True  # the current turn's state is not known yet (no response seen in it)
     for k in range(st.n_requests):
         lo = r_pos[k - 1] if k else 0
+        if k and (r_model[k] != r_model[k - 1] or r_part[k] != r_part[k - 1]):
+            state, pending = None, True  # a new model or partition starts from the state it shows
         if k == 0 or any(bk[b] in TURN_KINDS for b in range(lo, r_pos[k])):
             pending = True
         now = response_thinks(st, k)
@@ -145,7 +147,7 @@ def send_times(st: Stream, cfg: CacheConfig) -> list[int]:
     response is not taken as the send time: the log's stamps were rewritten (a resumed copy
     stamps every record alike)."""
     if cfg.clock == "response":
-        return list(st.r_ts)
+        return st.r_ts  # read-only
     memo = st.__dict__.get("_send_memo")
     if memo is not None:
         return memo

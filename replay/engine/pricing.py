@@ -94,11 +94,11 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
     seen: set[int] = set()
     for k in range(st.n_requests):
         m = st.r_model[k]
-        if m in seen:
+        if m in seen or not st.r_has_usage[k]:  # the first request with usage, as for the overhead
             continue
         seen.add(m)
         logged, rr = st.overhead.get(m, 0.0), float(st.r_read[k])
-        if st.r_has_usage[k] and 0.0 < rr < logged:
+        if 0.0 < rr < logged:
             out[m] = max(0.0, rr - (logged - overhead_of[m]))
     return out
 

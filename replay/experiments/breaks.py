@@ -30,9 +30,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from replay.engine.calibration import (
-    MAX_LATENCY_MS,
     base_prefix,
     observed_write_position,
+    send_times,
     thinking_switches,
     tolerance,
 )
@@ -107,6 +107,9 @@ def _cached(st: Stream, j: int, k: int, u: int) -> float:
     return cached
 
 
+_SEND_CLOCK = CacheConfig()
+
+
 def _idle_ms(st: Stream, j: int, k: int) -> int | None:
     """From the end of the previous response (its last assistant block, or its request time) to
     the send time of request k: its last input block where that is at most ``MAX_LATENCY_MS``
@@ -118,14 +121,11 @@ def _idle_ms(st: Stream, j: int, k: int) -> int | None:
         if ts[b] >= 0:
             last_use = max(last_use, ts[b])
         b += 1
-    inputs = [ts[i] for i in range(pj, pos) if ts[i] >= 0 and st.bkind[i] not in ASSISTANT_KINDS]
-    send = st.r_ts[k]
-    if inputs:
-        last_input = max(max(inputs), last_use)
-        if send < 0:
-            send = last_input
-        elif last_input <= send and send - last_input <= MAX_LATENCY_MS:  # as the engine's send clock
-            send = last_input
+    send = send_times(st, _SEND_CLOCK)[k]  # the engine's send clock
+    if send < 0:  # the request has no time stamp: its last stamped input block
+        inputs = [ts[i] for i in range(pj, pos) if ts[i] >= 0 and st.bkind[i] not in ASSISTANT_KINDS]
+        if inputs:
+            send = max(max(inputs), last_use)
     if send < 0 or last_use < 0:
         return None
     return max(0, send - last_use)
@@ -141,8 +141,8 @@ def _cause(st: Stream, j: int, k: int, *, idle: int | None, ttl: int, sys_ref: f
         return "compaction"
     if idle is not None and idle > ttl:
         return "ttl_1h" if ttl == TTL_MS["1h"] else "ttl_5m"
-    if switch:
-        return "thinking_switch"
+    if switch and read > 0 and read + max(MIN_TOLERANCE, REL_TOLERANCE * sys_ref) >= sys_ref:
+        return "thinking_switch"  # the switch keeps the system prefix: a shorter read is another cause
     if read == 0 or read + max(MIN_TOLERANCE, REL_TOLERANCE * sys_ref) < sys_ref:
         return "system_changed"
     if st.r_residual and st.r_residual[k] < st.r_residual[j] - RESIDUAL_DROP:

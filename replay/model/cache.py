@@ -95,6 +95,18 @@ class CacheConfig:
         return asdict(self)
 
 
+# What a run stored before a setting existed was replayed with: the behaviour from before its
+# rule (runs store their full configuration, so a missing key means an older ctxreplay).
+LEGACY_SETTINGS = {"turn_end_write": "none", "thinking_switch": "ignore", "system_prefix": "overhead",
+                   "clock": "response"}
+
+
+def stored_settings(cfg: dict) -> dict:
+    """A run's stored cache configuration with the settings it predates filled in with the
+    behaviour it was replayed with, so that it pairs with (and re-runs as) that behaviour."""
+    return {**{k: v for k, v in LEGACY_SETTINGS.items() if k not in cfg}, **cfg}
+
+
 def _neg_tokens(e: list) -> float:
     return -e[3]
 

@@ -223,7 +223,7 @@ def ingest(
     keys = Keyring.for_dataset(master, dataset)
     from replay.store.load_parallel import Workers, read_in_parallel
 
-    with Workers.start(keys, dataset, jobs if len(units) > 1 else 1) as workers:  # before the database is opened
+    with Workers.start(keys, dataset, min(jobs, len(units))) as workers:  # before the database is opened
         con = store.connect(db, verify=True)
         try:
             store.ensure_dataset(con, dataset, keys.fingerprint, COUNTER)

@@ -19,6 +19,7 @@ while it waits for the last results, so that little is left to write after the l
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -113,8 +114,14 @@ class Workers:
             os.close(fd)
         except OSError:
             self.known_path = None  # workers then parse byte copies of stored files; the writer skips them
-        self.ex = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(start_method()),
-                                      initializer=_worker_init, initargs=(keys, dataset, self.known_path))
+        try:
+            self.ex = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(start_method()),
+                                          initializer=_worker_init, initargs=(keys, dataset, self.known_path))
+        except BaseException:
+            if self.known_path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.known_path)
+            raise
         try:
             for _ in range(jobs):
                 self.ex.submit(_ready)
@@ -201,10 +208,8 @@ def read_in_parallel(run: _Run, units: list[Unit], workers: Workers,
             except BrokenProcessPool:  # a worker died (killed, out of memory?): this file and the rest are read here
                 broken = True
                 item = run.read(unit)
-            except Exception as e:  # e.g. a result that cannot be sent back
-                run.summary.failed.append((str(unit.main), f"internal error while reading ({type(e).__name__}: "
-                                                           f"{e}); please report"))
-                item = None
+            except Exception:  # e.g. a result that cannot be sent back: read here, as --jobs 1 would
+                item = run.read(unit)
             else:
                 item = None
                 if content_hash is None:

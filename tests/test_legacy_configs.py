@@ -1,0 +1,63 @@
+"""Runs stored before a cache-model setting existed pair with (and re-run as) the behaviour they
+were replayed with: `replay.model.cache.stored_settings`."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+from click.testing import CliRunner
+
+from replay.cli import main
+from replay.model.cache import LEGACY_SETTINGS, CacheConfig, stored_settings
+
+
+def _ok(args):
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    assert r.exit_code == 0, r.output
+    return r
+
+
+def test_stored_settings_fill_only_what_a_run_predates():
+    new = CacheConfig().as_dict()
+    assert stored_settings(new) == new  # a current run is unchanged
+    old = {k: v for k, v in new.items() if k not in LEGACY_SETTINGS}
+    filled = stored_settings(old)
+    assert {k: filled[k] for k in LEGACY_SETTINGS} == LEGACY_SETTINGS
+    assert CacheConfig(**filled).thinking_switch == "ignore" and CacheConfig(**filled).clock == "response"
+
+
+def test_a_legacy_run_gets_one_baseline_with_its_own_rules(tmp_path):
+    from replay.cli import sample_logs_dir
+    from replay.store.load import ingest
+
+    db = tmp_path / "l.duckdb"
+    ingest([sample_logs_dir()], db, dataset="sample", key_file=tmp_path / "key")
+    run = json.loads(_ok(["replay", "--db", db, "--policy", "devboy_lru", "--variants", "calibrated", "--json"]).output)
+    # make it a run of an older ctxreplay: its stored configuration lacks the newer settings, and
+    # it has no baseline
+    con = duckdb.connect(str(db))
+    cfg = json.loads(con.execute("SELECT cache_config FROM runs WHERE run_id = ?", [run["run_id"]]).fetchone()[0])
+    old = {k: v for k, v in cfg.items() if k not in LEGACY_SETTINGS}
+    con.execute("UPDATE runs SET cache_config = ? WHERE run_id = ?", [json.dumps(old), run["run_id"]])
+    con.execute("DELETE FROM run_sessions WHERE run_id IN (SELECT run_id FROM runs WHERE policy = 'noop')")
+    con.execute("DELETE FROM runs WHERE policy = 'noop'")
+    con.close()
+
+    def noops():
+        c = duckdb.connect(str(db), read_only=True)
+        try:
+            return [json.loads(t) for (t,) in c.execute("SELECT cache_config FROM runs WHERE policy = 'noop'").fetchall()]
+        finally:
+            c.close()
+
+    rows = json.loads(_ok(["compare", "--db", db, "--json"]).output)
+    legacy = next(r for r in rows if r["run_id"] == run["run_id"])
+    assert legacy["baseline_run"] is None
+    _ok(["compare", "--db", db, "--json", "--run-baselines"])
+    made = noops()
+    assert len(made) == 1 and {k: made[0][k] for k in LEGACY_SETTINGS} == LEGACY_SETTINGS
+    rows = json.loads(_ok(["compare", "--db", db, "--json", "--run-baselines"]).output)
+    assert len(noops()) == 1  # paired now: no second baseline
+    legacy = next(r for r in rows if r["run_id"] == run["run_id"])
+    assert legacy["baseline_run"] is not None and legacy["saved_pct"]["cost"] is not None
