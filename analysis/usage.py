@@ -80,15 +80,10 @@ def parse_day(text: str) -> date:
 
 
 def has_project_column(con, dataset: str | None = None) -> bool:
-    """Whether the sessions (of ``dataset``, if named) record projects: the column exists (schema 6+)
-    and at least one session has one. Sessions ingested before schema 6, and logs that keep no
-    working directory (Gemini CLI), have none."""
-    if not _has_column(con, "sessions", "project"):
-        return False
-    if dataset is None:
-        return True
-    return con.execute("SELECT count(*) FROM sessions WHERE dataset = ? AND project IS NOT NULL",
-                       [dataset]).fetchone()[0] > 0
+    """Whether the sessions (of ``dataset``, if named) record projects (`store.records_projects`)."""
+    from replay.store import records_projects
+
+    return records_projects(con, dataset)
 
 
 NO_PROJECT_MESSAGE = ("this database records no project for its sessions: their trace keeps no working directory "

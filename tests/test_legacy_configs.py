@@ -61,3 +61,27 @@ def test_a_legacy_run_gets_one_baseline_with_its_own_rules(tmp_path):
     assert len(noops()) == 1  # paired now: no second baseline
     legacy = next(r for r in rows if r["run_id"] == run["run_id"])
     assert legacy["baseline_run"] is not None and legacy["saved_pct"]["cost"] is not None
+
+
+def test_the_cli_options_and_sweep_specs_set_the_new_settings(tmp_path):
+    """--thinking-switch, --system-prefix and --clock reach the stored configuration; a sweep
+    spec's [cache] table may vary them."""
+    from replay.cli import sample_logs_dir
+    from replay.experiments.sweep import load_spec
+    from replay.store.load import ingest
+
+    db = tmp_path / "o.duckdb"
+    ingest([sample_logs_dir()], db, dataset="sample", key_file=tmp_path / "key")
+    run = json.loads(_ok(["replay", "--db", db, "--policy", "noop", "--variants", "model-only", "--json",
+                          "--thinking-switch", "ignore", "--system-prefix", "overhead", "--clock", "response"]).output)
+    con = duckdb.connect(str(db), read_only=True)
+    cfg = json.loads(con.execute("SELECT cache_config FROM runs WHERE run_id = ?", [run["run_id"]]).fetchone()[0])
+    con.close()
+    assert {k: cfg[k] for k in ("thinking_switch", "system_prefix", "clock")} == \
+        {"thinking_switch": "ignore", "system_prefix": "overhead", "clock": "response"}
+    rep = json.loads(_ok(["validate", "--db", db, "--json", "--clock", "response"]).output)
+    assert rep["cache_config"]["clock"] == "response" and rep["cache_config"]["thinking_switch"] == "invalidate"
+    spec = tmp_path / "s.toml"
+    spec.write_text('policy = "noop"\n[cache]\nthinking_switch = ["invalidate", "ignore"]\nclock = ["send"]\n')
+    points = load_spec(spec).points()
+    assert sorted(p.cache["thinking_switch"] for p in points) == ["ignore", "invalidate"]

@@ -179,10 +179,9 @@ def test_spawned_workers_and_byte_copies_of_stored_files(tmp_path, monkeypatch):
     assert _tables(tmp_path / "k1.duckdb") == _tables(tmp_path / "k2.duckdb")
 
 
-def test_a_dead_worker_hands_its_files_back(tmp_path, monkeypatch):
-    """A worker that dies mid-run: its file and the rest are read by the writer; the result is unchanged."""
-    import os
-
+def _planted_in_workers(tmp_path, monkeypatch, n: int, planted: str, fault) -> tuple[dict, dict]:
+    """Ingest n small logs with --jobs 1, then with --jobs 2 where the forked workers' parse runs
+    ``fault()`` on the file named ``planted``: the two summaries (without their times)."""
     import pytest
 
     from replay.store import load_parallel
@@ -193,7 +192,7 @@ def test_a_dead_worker_hands_its_files_back(tmp_path, monkeypatch):
     # fall back to fresh processes; the planted failure needs forked workers
     monkeypatch.setattr(load_parallel, "start_method", lambda: "fork")
     logs = tmp_path / "logs"
-    for i in range(12):
+    for i in range(n):
         t = Transcript(session_id=f"s{i}")
         t.user(f"task {i}")
         t.assistant(f"m{i}", [text(f"answer {i}")], usage(write=10))
@@ -202,14 +201,22 @@ def test_a_dead_worker_hands_its_files_back(tmp_path, monkeypatch):
     one = ingest([logs], tmp_path / "j1.duckdb", master_key=master, jobs=1).as_dict()
     parse = load_parallel.parse_unit
 
-    def dies_on_s05(unit, *a):
-        if unit.main.name == "s05.jsonl":
-            os._exit(1)
+    def planted_parse(unit, *a):
+        if unit.main.name == planted:
+            fault()
         return parse(unit, *a)
 
-    monkeypatch.setattr(load_parallel, "parse_unit", dies_on_s05)  # inherited by the forked workers only
+    monkeypatch.setattr(load_parallel, "parse_unit", planted_parse)  # inherited by the forked workers only
     two = ingest([logs], tmp_path / "j2.duckdb", master_key=master, jobs=2).as_dict()
     one.pop("seconds"), two.pop("seconds")
+    return one, two
+
+
+def test_a_dead_worker_hands_its_files_back(tmp_path, monkeypatch):
+    """A worker that dies mid-run: its file and the rest are read by the writer; the result is unchanged."""
+    import os
+
+    one, two = _planted_in_workers(tmp_path, monkeypatch, 12, "s05.jsonl", lambda: os._exit(1))
     assert one == two and two["sessions"] == 12 and not two["failed"]
     assert _tables(tmp_path / "j1.duckdb") == _tables(tmp_path / "j2.duckdb")
 
@@ -258,30 +265,9 @@ def test_the_ingest_progress_bar_starts_no_thread():
 def test_a_worker_error_is_read_again_by_the_writer(tmp_path, monkeypatch):
     """A worker that raises (not dies) on one file: the writer reads that file itself, so the
     result equals --jobs 1 and nothing is counted as failed."""
-    import pytest
+    def planted():
+        raise RuntimeError("planted")
 
-    from replay.store import load_parallel
-
-    if "fork" not in __import__("multiprocessing").get_all_start_methods():
-        pytest.skip("the error is planted in forked workers; this platform cannot fork")
-    monkeypatch.setattr(load_parallel, "start_method", lambda: "fork")
-    logs = tmp_path / "logs"
-    for i in range(6):
-        t = Transcript(session_id=f"e{i}")
-        t.user(f"task {i}")
-        t.assistant(f"m{i}", [text(f"answer {i}")], usage(write=10))
-        t.write_jsonl(logs / f"e{i:02d}.jsonl")
-    master = load_or_create_master_key(tmp_path / "key")
-    one = ingest([logs], tmp_path / "j1.duckdb", master_key=master, jobs=1).as_dict()
-    parse = load_parallel.parse_unit
-
-    def fails_on_e03(unit, *a):
-        if unit.main.name == "e03.jsonl":
-            raise RuntimeError("planted")
-        return parse(unit, *a)
-
-    monkeypatch.setattr(load_parallel, "parse_unit", fails_on_e03)  # the workers' copy only
-    two = ingest([logs], tmp_path / "j2.duckdb", master_key=master, jobs=2).as_dict()
-    one.pop("seconds"), two.pop("seconds")
+    one, two = _planted_in_workers(tmp_path, monkeypatch, 6, "s03.jsonl", planted)
     assert one == two and two["sessions"] == 6 and not two["failed"]
     assert _tables(tmp_path / "j1.duckdb") == _tables(tmp_path / "j2.duckdb")

@@ -244,6 +244,13 @@ def _to_meta(ctx: click.Context, param: click.Parameter, value):
     return value
 
 
+def _setting(flag: str, choices: list[str], text: str):
+    """A cache-model setting kept off the commands' signatures (in ``ctx.meta``, read by
+    `make_options`); the first choice is the default, as in `CacheConfig`."""
+    return click.option(flag, type=click.Choice(choices), default=choices[0], show_default=True,
+                        expose_value=False, callback=_to_meta, help=text)
+
+
 def cache_options(f):
     """Cache-model and price options shared by replay, validate and friends."""
     opts = [
@@ -255,26 +262,21 @@ def cache_options(f):
         click.option("--observed-evictions", type=click.Choice(["log", "none"]), default="log", show_default=True,
                      help="log: the calibrated variant (replay the cache evictions and writes the log records "
                      "but the model cannot explain); none: the model-only variant."),
-        click.option("--warm-start", type=click.Choice(["log", "cold"]), default="log", show_default=True,
-                     expose_value=False, callback=_to_meta,
-                     help="log: a stream's system prefix is warm where the log shows a read of it (cached by "
-                     "another session); cold: every stream starts with an empty cache."),
-        click.option("--turn-end-write", type=click.Choice(["always", "none"]), default="always",
-                     show_default=True, expose_value=False, callback=_to_meta,
-                     help="Model Claude Code's unlogged turn-end request, which caches the conversation when a "
-                     "turn ends in assistant text (docs/replay-model.md); none: off."),
-        click.option("--thinking-switch", type=click.Choice(["invalidate", "ignore"]), default="invalidate",
-                     show_default=True, expose_value=False, callback=_to_meta,
-                     help="invalidate: a user turn that switches extended thinking on or off (budget-thinking "
-                     "models) reads only the system prefix (docs/replay-model.md); ignore: off."),
-        click.option("--system-prefix", type=click.Choice(["log", "overhead"]), default="log", show_default=True,
-                     expose_value=False, callback=_to_meta,
-                     help="log: the system-prefix entry ends where the stream's first warm read ended; overhead: "
-                     "at the whole overhead (system, tools and unrecorded first-message context)."),
-        click.option("--clock", type=click.Choice(["send", "response"]), default="send", show_default=True,
-                     expose_value=False, callback=_to_meta,
-                     help="send: requests use the cache at their last input block's time; response: at the "
-                     "logged response time."),
+        _setting("--warm-start", ["log", "cold"],
+                 "log: a stream's system prefix is warm where the log shows a read of it (cached by "
+                 "another session); cold: every stream starts with an empty cache."),
+        _setting("--turn-end-write", ["always", "none"],
+                 "Model Claude Code's unlogged turn-end request, which caches the conversation when a "
+                 "turn ends in assistant text (docs/replay-model.md); none: off."),
+        _setting("--thinking-switch", ["invalidate", "ignore"],
+                 "invalidate: a user turn that switches extended thinking on or off (budget-thinking "
+                 "models) reads only the system prefix (docs/replay-model.md); ignore: off."),
+        _setting("--system-prefix", ["log", "overhead"],
+                 "log: the system-prefix entry ends where the stream's first warm read ended; overhead: "
+                 "at the whole overhead (system, tools and unrecorded first-message context)."),
+        _setting("--clock", ["send", "response"],
+                 "send: requests use the cache at their last input block's time; response: at the "
+                 "logged response time."),
         click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      default=None, help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/"
                      "cache_write_1h/cache_read/output in $/Mtok)."),
@@ -295,13 +297,9 @@ def make_options(ttl, breakpoints, observed_evictions, prices_file, price_date, 
     prices = PriceTable.from_toml(prices_file, date) if prices_file else PriceTable(date)
     meta = click.get_current_context(silent=True)
     meta = meta.meta if meta is not None else {}
+    settings = {k.removeprefix("cache."): v for k, v in meta.items() if k.startswith("cache.")}
     return ReplayOptions(CacheConfig(ttl=ttl, breakpoints=breakpoints, observed_evictions=observed_evictions,
-                                     warm_start=meta.get("cache.warm_start", "log"),
-                                     turn_end_write=meta.get("cache.turn_end_write", "always"),
-                                     thinking_switch=meta.get("cache.thinking_switch", "invalidate"),
-                                     system_prefix=meta.get("cache.system_prefix", "log"),
-                                     clock=meta.get("cache.clock", "send")),
-                         prices, detail)
+                                     **settings), prices, detail)
 
 
 # --- progress bars --------------------------------------------------------------------

@@ -136,10 +136,8 @@ def slice_text(slc: dict | None) -> str:
     return text(slc)
 
 
-CACHE_FLAGS = (("ttl", "--ttl", "log"), ("breakpoints", "--breakpoints", "claude-code"),
-               ("warm_start", "--warm-start", "log"), ("turn_end_write", "--turn-end-write", "always"),
-               ("thinking_switch", "--thinking-switch", "invalidate"), ("system_prefix", "--system-prefix", "log"),
-               ("clock", "--clock", "send"))
+# the cache settings a baseline command repeats when they differ from `CacheConfig`'s defaults
+CACHE_FLAGS = ("ttl", "breakpoints", "warm_start", "turn_end_write", "thinking_switch", "system_prefix", "clock")
 
 
 def _cache_fields() -> set[str]:
@@ -155,6 +153,8 @@ def _baseline_command(db: Path, r: dict, variant: str | None = "") -> str:
     ``variant`` None: both variants (replay's default); "": the row's own."""
     import shlex
 
+    from replay.model.cache import CacheConfig
+
     cfg, prices = r["cache_config"], r.get("prices") or {}
     if set(cfg) - _cache_fields() - {"slice"} or cfg.get("lookback_blocks") is not None or cfg.get("min_cacheable") is not None:
         spec = cfg.get("sweep_spec")
@@ -164,9 +164,10 @@ def _baseline_command(db: Path, r: dict, variant: str | None = "") -> str:
     parts = ["ctxreplay", "replay", "--db", str(db), "--dataset", r["dataset"], "--policy", "noop"]
     if variant is not None:
         parts += ["--variants", (variant or r["variant"]).replace("_", "-")]
-    for key, flag, default in CACHE_FLAGS:
-        if cfg.get(key, default) != default:
-            parts += [flag, str(cfg[key])]
+    defaults = CacheConfig().as_dict()
+    for key in CACHE_FLAGS:
+        if cfg.get(key, defaults[key]) != defaults[key]:
+            parts += ["--" + key.replace("_", "-"), str(cfg[key])]
     if prices.get("override_file"):
         parts += ["--prices", prices["override_file"]]
     if prices.get("price_date"):

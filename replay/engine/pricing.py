@@ -127,8 +127,8 @@ def _prefix(st: Stream, eff: list[float], k: int, u: int, overhead: float) -> fl
     return overhead + sum(eff[s0:u]) + (st.r_residual[k] if st.r_residual else 0.0)
 
 
-def _observed_write(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead: float, cacheable: float,
-                    min_cacheable: int) -> int:
+def _observed_write(cache: StreamCache, st: Stream, eff: list[float], k: int, t: int, overhead: float,
+                    cacheable: float, min_cacheable: int) -> int:
     """Where request k's recorded read covers blocks beyond every entry alive in the (no-op)
     cache, the block position of the observed write, else -1."""
     pos = st.r_pos[k]
@@ -139,7 +139,7 @@ def _observed_write(cache: StreamCache, st: Stream, eff: list[float], k: int, ov
     prefix = min(_prefix(st, eff, k, p, overhead), cacheable)
     if prefix < min_cacheable:
         return -1
-    best = cache.longest(st.r_model[k], st.r_partition[k], pos, send_times(st, cache.cfg)[k], cacheable)
+    best = cache.longest(st.r_model[k], st.r_partition[k], pos, t, cacheable)
     if best is not None and best + tolerance(float(st.r_read[k])) >= prefix:
         return -1
     return p
@@ -222,7 +222,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         if evictions and not auto[model] and rr > 0:
             p_obs = -1
             if record is not None:
-                p_obs = _observed_write(cache, st, eff, k, overhead, total - unc_rec, min_c[model])
+                p_obs = _observed_write(cache, st, eff, k, t, overhead, total - unc_rec, min_c[model])
                 record.append(p_obs)
             elif observed_writes is not None:
                 p_obs = observed_writes[k]

@@ -197,10 +197,8 @@ def slice_session_keys(con, dataset: str, slice: dict[str, Any]) -> list[str]:
     tz = _zone(slice.get("timezone") or "UTC")
     models, agents = set(slice.get("models") or ()), set(slice.get("agents") or ())
     projects = tuple(slice.get("projects") or ())
-    has_project = con.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'sessions' "
-                              "AND column_name = 'project'").fetchone()[0] > 0
-    if projects and not (has_project and con.execute(
-            "SELECT count(*) FROM sessions WHERE dataset = ? AND project IS NOT NULL", [dataset]).fetchone()[0]):
+    has_project = store.records_projects(con)
+    if projects and not store.records_projects(con, dataset):
         raise store.StoreError("this database records no project for its sessions, so it cannot be sliced by "
                                "project")
     rows = con.execute(

@@ -20,6 +20,7 @@ from replay.store.db import (
     file_status,
     migrate,
     now,
+    records_projects,
     sessions,
     transaction,
     write_sessions,
@@ -28,6 +29,6 @@ from replay.store.integrity import check
 
 __all__ = [
     "MIGRATIONS", "PendingFile", "StoreError", "check", "connect", "content_known", "database_error",
-    "dataset_names", "datasets", "ensure_dataset", "export_parquet", "file_status", "migrate", "now", "sessions",
-    "transaction", "write_sessions",
+    "dataset_names", "datasets", "ensure_dataset", "export_parquet", "file_status", "migrate", "now",
+    "records_projects", "sessions", "transaction", "write_sessions",
 ]

@@ -281,6 +281,20 @@ def datasets(con) -> list[dict[str, Any]]:
     return [dict(zip(cols, r)) for r in rows]
 
 
+def records_projects(con, dataset: str | None = None) -> bool:
+    """Whether the sessions (of ``dataset``, if named) record projects: the column exists (schema
+    6+; a read-only connection to an older file is not migrated) and at least one session has
+    one. Sessions ingested before schema 6, and logs that keep no working directory (Gemini
+    CLI), have none."""
+    if not con.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'sessions' "
+                       "AND column_name = 'project'").fetchone()[0]:
+        return False
+    if dataset is None:
+        return True
+    return con.execute("SELECT count(*) FROM sessions WHERE dataset = ? AND project IS NOT NULL",
+                       [dataset]).fetchone()[0] > 0
+
+
 def sessions(con, dataset: str | None = None) -> list[dict[str, Any]]:
     sql = """
         SELECT s.dataset, s.session_key, s.agent, s.agent_version, s.models, s.n_streams, s.n_requests,
