@@ -130,9 +130,10 @@ def test_fidelity_both_variants(corpus):
     """The no-op replay against the recorded usage on the 27 logs. Calibrated (the default every run
     uses): >= 26/27 sessions within the per-session targets, corpus-wide reads 0.5%, writes 2%, cost
     0.5%, >= 99.5% of requests whose simulated read matches the recorded one within max(256 tokens,
-    1%). Model only (no observed evictions or later warm prefixes): the values measured on
-    2026-11-23 as regression floors, after the thinking-switch, system-prefix and send-clock rules
-    (17/27, reads +0.62%, writes -17.9%, cost -6.9%, 97.68%; before them 16/27, -22.1%, -9.0%)."""
+    1%). Model only (no observed evictions or later warm prefixes): within 2% on cost (the
+    acceptance target), and the values measured on 2026-11-23 as regression floors, after the
+    client rules (18/27, reads +0.23%, writes -6.76%, cost -1.36%, 98.11%; before the unknown-times
+    rule 17/27, -17.9%, -6.9%, 97.68%)."""
     from replay import store
     from replay.engine import ReplayOptions
     from replay.experiments.validate import validate
@@ -149,13 +150,38 @@ def test_fidelity_both_variants(corpus):
     assert abs(e["cache_read"]) <= 0.005 and abs(e["cache_write"]) <= 0.02 and abs(e["cost"]) <= 0.005
     assert cal["request_match"] >= 0.995 and o["request_match"] == cal["request_match"]
     assert o["request_match_counts"]["requests"] == cal["requests"] == 2758
-    assert mo["sessions_within_targets"] >= 17
+    assert mo["sessions_within_targets"] >= 18
     m = mo["rel_error"]
-    assert abs(m["cache_read"]) <= 0.01 and abs(m["cache_write"]) <= 0.19 and abs(m["cost"]) <= 0.075
-    assert mo["request_match"] >= 0.975
+    assert abs(m["cache_read"]) <= 0.01 and abs(m["cache_write"]) <= 0.075 and abs(m["cost"]) <= 0.02
+    assert mo["request_match"] >= 0.98
     # the per-session figures add up to the corpus-wide ones, per variant
     for name in ("calibrated", "model_only", "raw_bpe"):
         per = [s["variants"][name] for s in rep["sessions"]]
         assert sum(p["within_targets"] for p in per) == rep["variants"][name]["sessions_within_targets"]
         for k in ("requests", "matched", "sim_less", "sim_more"):
             assert sum(p[k] for p in per) == rep["variants"][name][k]
+
+
+def test_fidelity_entire_cli(tmp_path):
+    """The 146 entire-cli logs (143 sessions with usage). Calibrated: every acceptance target.
+    Model only: the values measured on 2026-11-23 as regression floors, after the resume and
+    task-turn rules (98/143, reads +0.28%, writes -6.72%, cost -2.84%, 98.33%; before them
+    94/143, writes -10.25%, cost -4.41%, 98.27%). Its cost is not yet within the 2% target."""
+    from replay import store
+    from replay.engine import ReplayOptions
+    from replay.experiments.validate import validate
+
+    db = tmp_path / "e.duckdb"
+    ingest([shared_logs("entire-cli")], db, key_file=tmp_path / "key")
+    con = store.connect(db, read_only=True)
+    rep = validate(con, "default", ReplayOptions())
+    con.close()
+    cal, mo = rep["variants"]["calibrated"], rep["variants"]["model_only"]
+    assert cal["sessions"] == 143 and cal["sessions_within_targets"] >= 0.95 * 143
+    e = cal["rel_error"]
+    assert abs(e["cache_read"]) <= 0.005 and abs(e["cache_write"]) <= 0.02 and abs(e["cost"]) <= 0.005
+    assert cal["request_match"] >= 0.995
+    m = mo["rel_error"]
+    assert mo["sessions_within_targets"] >= 98
+    assert abs(m["cache_read"]) <= 0.005 and abs(m["cache_write"]) <= 0.07 and abs(m["cost"]) <= 0.029
+    assert mo["request_match"] >= 0.983

@@ -73,10 +73,11 @@ class TraceBuilder:
         self.block(summary_tokens, "compact_summary")
 
     def request(self, ts: int, *, model: int = 0, uncached: int = 0, read: int = 0, w5: int = 0, w1h: int = 0,
-                output: int = 100, has_usage: bool = False) -> int:
+                output: int = 100, has_usage: bool = False, version: str | None = None,
+                event: str | None = None) -> int:
         self.requests.append(dict(r_pos=len(self.blocks), r_partition=self.partition, r_ts=ts, r_model=model,
                                   r_uncached=uncached, r_w5=w5, r_w1h=w1h, r_read=read, r_output=output,
-                                  r_has_usage=has_usage, r_user_turn=self.turn))
+                                  r_has_usage=has_usage, r_user_turn=self.turn, r_version=version, r_event=event))
         return len(self.requests) - 1
 
     def stream(self, stream_id: int = 0, kind: str = "main") -> Stream:
@@ -87,7 +88,7 @@ class TraceBuilder:
                                     "user_turn", "ts")}
         rcols = {c: [r[c] for r in self.requests] for c in ("r_pos", "r_partition", "r_ts", "r_model", "r_uncached",
                                                              "r_w5", "r_w1h", "r_read", "r_output", "r_has_usage",
-                                                             "r_user_turn")}
+                                                             "r_user_turn", "r_version", "r_event")}
         n = len(self.requests)
         return Stream(session_key=self.session_key, stream_id=stream_id, kind=kind, **cols, **rcols,
                       overhead={m: float(self.overhead) for m in range(len(self.models))},

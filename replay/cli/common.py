@@ -271,6 +271,16 @@ def cache_options(f):
         _setting("--thinking-switch", ["invalidate", "ignore"],
                  "invalidate: a user turn that switches extended thinking on or off (budget-thinking "
                  "models) reads only the system prefix (docs/replay-model.md); ignore: off."),
+        _setting("--resume", ["invalidate", "ignore"],
+                 "invalidate: the first request after the log records a resumed session reads only the "
+                 "system prefix (the client rebuilt its project context; docs/replay-model.md); ignore: off."),
+        _setting("--task-turns", ["invalidate", "ignore"],
+                 "invalidate: in Claude Code 2.1.32-2.1.37, a user turn after one that called the task "
+                 "tools reads only the system prefix (docs/replay-model.md); ignore: off."),
+        _setting("--unknown-times", ["log", "model"],
+                 "log: where the log gives a request no time of its own (its stamp is shared with other "
+                 "requests: rewritten), the recorded read decides in every variant; model: judged as if no "
+                 "time had passed."),
         _setting("--system-prefix", ["log", "overhead"],
                  "log: the system-prefix entry ends where the stream's first warm read ended; overhead: "
                  "at the whole overhead (system, tools and unrecorded first-message context)."),

@@ -10,11 +10,18 @@ Four kinds of event change a stream's cache outside what the requests' content i
   budget thinking, where a turn's first response holds a thinking block exactly when
   thinking is on; adaptive-thinking models (Opus/Sonnet 4.6 and later) decide per response.
 
+* **client rewrites** (model rules, every variant): requests before which the client
+  re-rendered the conversation from its first message, so only the system prefix can be
+  read: a resumed session (the log records the resume; Claude Code rebuilds its project
+  context when a session starts), and, in Claude Code 2.1.32 to 2.1.37, the first turn after
+  a turn that used the task tools (evidence in docs/replay-model.md).
+
 * **turn-end writes** (a model rule, every variant): Claude Code 2.x sends an unlogged
   request when a turn ends in assistant text (its prompt suggestion), which caches the
   conversation up to that text when the response ends. With calibration on, only where the
   recorded read of the next request reaches that prefix.
-* **observed evictions** (calibrated only): the recorded read covers less than the replay
+* **observed evictions** (calibrated only, and in every variant at requests whose time the
+  log does not give, see `unknown_times`): the recorded read covers less than the replay
   holds; `arrays.eviction_positions` gives the block position.
 * **observed writes** (calibrated only): the recorded read covers blocks beyond every entry
   the no-op replay holds alive, so a request the log does not show (an interrupted prompt, a
@@ -30,7 +37,7 @@ from __future__ import annotations
 
 import re
 
-from replay.model.arrays import EVICT_TOLERANCE, K_THINKING, KIND_CODE, Stream
+from replay.model.arrays import EVICT_TOLERANCE, K_THINKING, K_TOOL_USE, KIND_CODE, Stream
 from replay.model.cache import CacheConfig
 
 # blocks that open a user turn (a tool_result continues the assistant's turn)
@@ -102,6 +109,65 @@ def thinking_switches(st: Stream, models: list[str], cfg: CacheConfig) -> list[b
     return out
 
 
+# Claude Code versions (inclusive) in which the turn after a turn that called the task tools
+# re-renders the conversation from its first message (docs/replay-model.md: on entire-cli/,
+# 12 of 12 such turns broke in 2.1.32-2.1.37, none of 9 in 2.1.38-2.1.39).
+TASK_TURN_VERSIONS = ((2, 1, 32), (2, 1, 37))
+TASK_TOOLS = ("TaskCreate", "TaskUpdate")
+_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+
+
+def version_tuple(v: str | None) -> tuple[int, ...] | None:
+    """(major, minor, patch) of a client version like "2.1.37", None if it is not one."""
+    m = _VERSION.match(v or "")
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def client_rewrites(st: Stream, tool_names: list[str], cfg: CacheConfig) -> list[bool]:
+    """Per request: True where the client re-rendered the conversation from its first message
+    before it, so the message entries are invalid and the system prefix stays:
+
+    * ``cfg.resume == "invalidate"``: the log records a resume before the request
+      (``r_event == "resume"``);
+    * ``cfg.task_turns == "invalidate"``: the request opens a user turn, the previous user
+      turn called a task tool (``TASK_TOOLS``), and the log gives a client version within
+      ``TASK_TURN_VERSIONS`` for it.
+
+    A request with another model or partition than the one before is a break of its own."""
+    n = st.n_requests
+    if cfg.breakpoints == "none" or (cfg.resume == "ignore" and cfg.task_turns == "ignore") or n == 0:
+        return [False] * n
+    memo = st.__dict__.get("_client_rewrites_memo")
+    if memo is not None and memo[0] == (cfg.resume, cfg.task_turns):
+        return memo[1]
+    out = [False] * n
+    events = st.r_event or [None] * n
+    if cfg.resume == "invalidate":
+        for k in range(1, n):
+            out[k] = events[k] == "resume"
+    if cfg.task_turns == "invalidate" and st.r_version:
+        codes = {i for i, name in enumerate(tool_names) if name in TASK_TOOLS}
+        lo, hi = TASK_TURN_VERSIONS
+        bk, tool, r_pos = st.bkind, st.tool, st.r_pos
+        used = prev_used = False  # the current / previous user turn called a task tool
+        for k in range(n):
+            start = r_pos[k - 1] if k else 0
+            opens = any(bk[b] in TURN_KINDS for b in range(start, r_pos[k]))
+            if opens:
+                prev_used, used = used, False
+                v = version_tuple(st.r_version[k])
+                if prev_used and k and v is not None and lo <= v <= hi:
+                    out[k] = True
+            end = r_pos[k + 1] if k + 1 < n else st.n_blocks
+            if codes and any(tool[b] in codes for b in range(r_pos[k], end) if bk[b] == K_TOOL_USE):
+                used = True
+    for k in range(1, n):
+        if out[k] and (st.r_model[k] != st.r_model[k - 1] or st.r_partition[k] != st.r_partition[k - 1]):
+            out[k] = False
+    st.__dict__["_client_rewrites_memo"] = ((cfg.resume, cfg.task_turns), out)
+    return out
+
+
 def tolerance(read: float) -> float:
     """How far a recorded read may fall short of a prefix and still cover it (anchored sizes
     spread tokens proportionally, so block boundaries are approximate)."""
@@ -158,6 +224,28 @@ def send_times(st: Stream, cfg: CacheConfig) -> list[int]:
             t = ts[p - 1]
         out.append(t)
     st.__dict__["_send_memo"] = out
+    return out
+
+
+def unknown_times(st: Stream, cfg: CacheConfig) -> list[bool]:
+    """Per request: True where the log gives no time for it, so the model cannot judge idle
+    gaps and TTLs there (``cfg.unknown_times == "log"``): its time stamp is shared with
+    another request of the stream. No two responses end in the same millisecond; a shared
+    stamp means the client rewrote the stamps (Claude Code 1.0.x stamped a copied
+    conversation with one time). At these requests the recorded read decides, in every
+    variant: the observed evictions apply."""
+    n = st.n_requests
+    if cfg.unknown_times == "model" or n < 2:
+        return [False] * n
+    memo = st.__dict__.get("_unknown_times_memo")
+    if memo is not None:
+        return memo
+    seen: dict[int, int] = {}
+    for t in st.r_ts:
+        if t >= 0:
+            seen[t] = seen.get(t, 0) + 1
+    out = [t >= 0 and seen[t] > 1 for t in st.r_ts]
+    st.__dict__["_unknown_times_memo"] = out
     return out
 
 

@@ -19,8 +19,10 @@ from replay.engine.calibration import (
     base_prefix,
     fork_writes,
     observed_write_position,
+    client_rewrites,
     send_times,
     thinking_switches,
+    unknown_times,
     tolerance,
 )
 from replay.model.arrays import Stream, Vocab
@@ -186,6 +188,9 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     r_unc, r_read, r_out, eff = st.r_uncached, st.r_read, st.r_output, ctx.eff
     forks = fork_writes(st, cfg)
     switches = thinking_switches(st, vocab.models, cfg)
+    rewrites = client_rewrites(st, vocab.tool_names, cfg)
+    # where the log gives no time, the TTL model cannot judge: the recorded read decides
+    untimed = unknown_times(st, cfg) if st.r_evict else [False] * st.n_requests
     frame = bool(st.r_residual)
     first = True
     n_req = 0
@@ -214,10 +219,11 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             prefix = _prefix(st, eff, k, u, overhead)
             cache.request(model, part, u, t_end, prefix if prefix < cacheable else cacheable, 0.0, sys_of[model],
                           ttl, min_c[model], None)
-        if switches[k] and not auto[model]:
-            # thinking switched on or off: the message entries are invalid, the system's stay
+        if (switches[k] or rewrites[k]) and not auto[model]:
+            # thinking switched on or off, or the client re-rendered the conversation from its
+            # first message: the message entries are invalid, the system's stay
             cache.drop_messages(model)
-        if evictions and evict[k] < pos:
+        if (evictions or untimed[k]) and evict[k] < pos:
             _evict(cache, st, eff, k, overhead, t)
         if evictions and not auto[model] and rr > 0:
             p_obs = -1

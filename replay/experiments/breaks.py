@@ -31,6 +31,7 @@ from typing import Any
 
 from replay.engine.calibration import (
     base_prefix,
+    client_rewrites,
     observed_write_position,
     send_times,
     thinking_switches,
@@ -70,6 +71,12 @@ CAUSES = (
     Cause("thinking_switch", "direct", "a new user turn of a budget-thinking model (Sonnet/Opus 4 to 4.5, Haiku 4.5, "
           "Sonnet 3.7) whose first response thinks where the previous turn's did not, or the reverse: a change "
           "of thinking parameters invalidates the message cache, the system prefix stays (Anthropic)"),
+    Cause("resumed", "direct", "the first request after the log records a resumed session (Claude Code's "
+          "synthetic \"No response requested.\" answer): the new client process rebuilt the project context "
+          "that opens the conversation, the system prefix stays"),
+    Cause("task_turn", "direct", "Claude Code 2.1.32 to 2.1.37: a user turn after a turn that called the task "
+          "tools (TaskCreate, TaskUpdate) re-renders the conversation from its first message, the system "
+          "prefix stays (docs/replay-model.md)"),
     Cause("system_changed", "inferred", "within the TTL, the read is 0 or shorter than every earlier read of the "
           "system prefix in the stream: the system prompt or tool definitions presumably changed"),
     Cause("content_removed", "direct", "the input is smaller than the blocks say (the anchoring residual shrinks "
@@ -132,7 +139,7 @@ def _idle_ms(st: Stream, j: int, k: int) -> int | None:
 
 
 def _cause(st: Stream, j: int, k: int, *, idle: int | None, ttl: int, sys_ref: float, p: int, turn: bool,
-           switch: bool = False) -> str:
+           switch: bool = False, rule: str | None = None) -> str:
     read = float(st.r_read[k])
     s0 = st.part_start.get(st.r_partition[k], 0)
     if st.r_model[j] != st.r_model[k]:
@@ -141,8 +148,11 @@ def _cause(st: Stream, j: int, k: int, *, idle: int | None, ttl: int, sys_ref: f
         return "compaction"
     if idle is not None and idle > ttl:
         return "ttl_1h" if ttl == TTL_MS["1h"] else "ttl_5m"
-    if switch and read > 0 and read + max(MIN_TOLERANCE, REL_TOLERANCE * sys_ref) >= sys_ref:
+    keeps_system = read > 0 and read + max(MIN_TOLERANCE, REL_TOLERANCE * sys_ref) >= sys_ref
+    if switch and keeps_system:
         return "thinking_switch"  # the switch keeps the system prefix: a shorter read is another cause
+    if rule and keeps_system:
+        return rule
     if read == 0 or read + max(MIN_TOLERANCE, REL_TOLERANCE * sys_ref) < sys_ref:
         return "system_changed"
     if st.r_residual and st.r_residual[k] < st.r_residual[j] - RESIDUAL_DROP:
@@ -175,11 +185,15 @@ def _iso(ms: int) -> str | None:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def classify_stream(st: Stream, models: list[str], prices: PriceTable) -> tuple[list[dict[str, Any]], int, int]:
-    """(break rows, requests classified, requests of automatically cached models skipped) of one stream."""
+def classify_stream(st: Stream, models: list[str], prices: PriceTable, tool_names: list[str] = ()
+                    ) -> tuple[list[dict[str, Any]], int, int]:
+    """(break rows, requests classified, requests of automatically cached models skipped) of
+    one stream; ``tool_names``: the dataset's tool names (the task-turn rule needs them)."""
     rows: list[dict[str, Any]] = []
     ttls = stream_ttls(st, CacheConfig())
     switches = thinking_switches(st, models, CacheConfig())
+    rewrites = client_rewrites(st, list(tool_names), CacheConfig())
+    events = st.r_event or [None] * st.n_requests
     seen = skipped = 0
     prev = None
     sys_level: dict[int, float] = {}  # per model: the shortest system-prefix read so far in this stream
@@ -200,14 +214,15 @@ def classify_stream(st: Stream, models: list[str], prices: PriceTable) -> tuple[
         j, prev = prev, k
         if j is None:
             continue
-        row = _classify(st, j, k, models, prices, ttls[j], sys_ref, switches[k])
+        rule = None if not rewrites[k] else "resumed" if events[k] == "resume" else "task_turn"
+        row = _classify(st, j, k, models, prices, ttls[j], sys_ref, switches[k], rule)
         if row is not None:
             rows.append(row)
     return rows, seen, skipped
 
 
 def _classify(st: Stream, j: int, k: int, models: list[str], prices: PriceTable, ttl: int, sys_ref: float,
-              switch: bool = False) -> dict[str, Any] | None:
+              switch: bool = False, rule: str | None = None) -> dict[str, Any] | None:
     """The row of request k if it is a break (j: the previous request with usage), else None."""
     pos = st.r_pos[k]
     u = _turn_start(st, st.r_pos[j], pos)
@@ -220,7 +235,7 @@ def _classify(st: Stream, j: int, k: int, models: list[str], prices: PriceTable,
     # the last block boundary the read covers (none past the partition start if it misses the overhead)
     p = s0 if read + tolerance(read) < ov else max(s0, min(pos, observed_write_position(st, k, pos)))
     idle = _idle_ms(st, j, k)
-    cause = _cause(st, j, k, idle=idle, ttl=ttl, sys_ref=sys_ref, p=p, turn=u >= 0, switch=switch)
+    cause = _cause(st, j, k, idle=idle, ttl=ttl, sys_ref=sys_ref, p=p, turn=u >= 0, switch=switch, rule=rule)
     model = models[st.r_model[k]]
     tokens, cost = rebilled(prices.rates(model), st.r_uncached[k], st.r_w5[k], st.r_w1h[k], read, cached)
     c = BY_NAME[cause]
@@ -242,7 +257,7 @@ def find_breaks(ds: Dataset, prices: PriceTable | None = None) -> tuple[list[dic
     counts = {"requests": 0, "not_classified": 0}
     for s in ds.sessions:
         for st in s.streams:
-            got, seen, skipped = classify_stream(st, ds.vocab.models, prices)
+            got, seen, skipped = classify_stream(st, ds.vocab.models, prices, ds.vocab.tool_names)
             rows += [{"session": r["session"], "agent": s.agent, **r} for r in got]
             counts["requests"] += seen
             counts["not_classified"] += skipped

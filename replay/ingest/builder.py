@@ -24,7 +24,7 @@ from replay.ingest.blocktext import canonical_json, tool_use_text
 from replay.ingest.keys import Keyring
 from replay.ingest.readers.report import ReadReport
 from replay.ingest.tokens import count_many, image_tokens
-from replay.ingest.trace import SessionTrace
+from replay.ingest.trace import CLIENT_EVENTS, SessionTrace
 
 USAGE_COLUMNS = ("input_tokens", "cache_write_5m", "cache_write_1h", "cache_read", "output_tokens")
 # What a tool_use remembers for its tool_result: name, kind, resource, line_start, line_end, args_hash.
@@ -43,7 +43,7 @@ class Stream:
     """
 
     __slots__ = ("sid", "kind", "agent_id", "partition", "user_turn", "n_blocks", "n_req", "open_req",
-                 "idle_req_idx")
+                 "idle_req_idx", "event")
 
     def __init__(self, sid: int, kind: str, agent_id: str | None, idle_req_idx: int | None = None):
         self.sid = sid
@@ -55,12 +55,13 @@ class Stream:
         self.n_req = 0
         self.open_req: int | None = None
         self.idle_req_idx = idle_req_idx
+        self.event: str | None = None  # a client event the next request follows (see client_event)
 
     def state(self) -> tuple:
-        return self.partition, self.user_turn, self.n_blocks, self.n_req, self.open_req
+        return self.partition, self.user_turn, self.n_blocks, self.n_req, self.open_req, self.event
 
     def restore(self, state: tuple) -> None:
-        self.partition, self.user_turn, self.n_blocks, self.n_req, self.open_req = state
+        self.partition, self.user_turn, self.n_blocks, self.n_req, self.open_req, self.event = state
 
 
 class Checkpoint(NamedTuple):
@@ -245,10 +246,19 @@ class TraceBuilder:
         )
 
     # --- requests and compactions -----------------------------------------------------------
+    def client_event(self, st: Stream, event: str) -> None:
+        """The log records a client event (one of ``CLIENT_EVENTS``) before the stream's next
+        request, which stores it."""
+        if event not in CLIENT_EVENTS:
+            raise ValueError(f"unknown client event {event!r}")
+        st.event = event
+
     def open_request(self, st: Stream, ts: int | None, model: str | None, msg_id: str, *,
-                     resumed: bool = False) -> int:
-        """Start a request at the stream's current position; returns its row in ``trace.requests``."""
+                     resumed: bool = False, version: str | None = None) -> int:
+        """Start a request at the stream's current position; returns its row in ``trace.requests``.
+        ``version``: the client version the log gives for it."""
         model = self.kept("model", model) if model else model
+        version = self.kept("agent_version", version) if isinstance(version, str) and version else None
         r = self.trace.requests
         row = len(r["req_idx"])
         _append(r, {
@@ -256,7 +266,9 @@ class TraceBuilder:
             "partition": st.partition, "user_turn": st.user_turn, "ts": ts, "model": model or "",
             "msg_key": self.keys.short("message", msg_id, 16), **dict.fromkeys(USAGE_COLUMNS, 0),
             "has_usage": False, "ttl_split_known": False, "resumed_copy": resumed, "speed": None,
+            "client_version": version, "client_event": st.event,
         })
+        st.event = None
         st.n_req += 1
         st.open_req = row
         if model:

@@ -59,6 +59,12 @@ def mcp_kind(name: str) -> str:
     return "web" if any(w in low for w in ("browser", "fetch", "web", "http")) else "other"
 
 
+# Client events a log records before a request (``requests.client_event``):
+# "resume": the client was restarted and the session resumed (Claude Code writes a synthetic
+# "No response requested." answer, not an API error, when it resumes a conversation that
+# ended on a user message, as after ``/exit``).
+CLIENT_EVENTS = ("resume",)
+
 SESSION_COLUMNS = (
     "session_key", "dataset", "file_key", "agent", "session_id", "agent_version",
     "started_at", "ended_at", "n_streams", "n_requests", "n_blocks", "n_compactions",
@@ -68,7 +74,7 @@ STREAM_COLUMNS = ("session_key", "stream_id", "kind", "agent_id", "n_requests", 
 REQUEST_COLUMNS = (
     "session_key", "stream_id", "req_idx", "position", "partition", "user_turn", "ts",
     "model", "msg_key", "input_tokens", "cache_write_5m", "cache_write_1h", "cache_read",
-    "output_tokens", "has_usage", "ttl_split_known", "resumed_copy", "speed",
+    "output_tokens", "has_usage", "ttl_split_known", "resumed_copy", "speed", "client_version", "client_event",
 )
 BLOCK_COLUMNS = (
     "session_key", "stream_id", "pos", "partition", "user_turn", "req_idx", "ts", "role",

@@ -86,6 +86,9 @@ class Stream:
     part_start: dict[int, int]
     r_residual: list[float] = field(default_factory=list)
     r_evict: list[int] = field(default_factory=list)
+    # per request: the client version the log gives and the client event before it (or None)
+    r_version: list[str | None] = field(default_factory=list)
+    r_event: list[str | None] = field(default_factory=list)
     anchored_requests: int = 0
     negative_deltas: int = 0
     bpe_ratio: float = 1.0
@@ -129,12 +132,18 @@ class Dataset:
         return sum(s.n_requests for s in self.sessions)
 
 
+def request_column(con, name: str) -> str:
+    """SQL for a request column added by a later migration (``speed``, ``client_version``,
+    ``client_event``), or NULL where the database predates it (opened read-only)."""
+    cols = {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'requests'").fetchall()}
+    return f"r.{name}" if name in cols else "NULL::VARCHAR"
+
+
 def speed_column(con) -> str:
     """SQL for the requests' ``speed`` (the usage's ``"speed"``: "fast" or "standard"), or NULL
     where the trace does not store it."""
-    cols = {r[0] for r in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = 'requests'").fetchall()}
-    return "r.speed" if "speed" in cols else "NULL::VARCHAR"
+    return request_column(con, "speed")
 
 
 def _codes(series: pd.Series) -> tuple[np.ndarray, list[str]]:
@@ -162,7 +171,9 @@ def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[s
     reqs = con.execute(
         f"""SELECT r.session_key, r.stream_id, r.req_idx, r.position, r.partition, r.user_turn,
                    coalesce(r.ts, -1) AS ts, r.model, r.input_tokens, r.cache_write_5m, r.cache_write_1h,
-                   r.cache_read, r.output_tokens, r.has_usage, {speed_column(con)} AS speed
+                   r.cache_read, r.output_tokens, r.has_usage, {speed_column(con)} AS speed,
+                   {request_column(con, "client_version")} AS client_version,
+                   {request_column(con, "client_event")} AS client_event
             FROM requests r JOIN sessions s USING (session_key) WHERE {where} ORDER BY 1, 2, 3""", params).df()
     # a request the log says ran in fast mode is priced (and cached) under its own key, "MODEL (fast)"
     fast = (reqs["speed"] == "fast") & reqs["model"].notna()
@@ -206,6 +217,8 @@ def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[s
         "r_w1h": reqs["cache_write_1h"].to_numpy(np.int64), "r_read": reqs["cache_read"].to_numpy(np.int64),
         "r_output": reqs["output_tokens"].to_numpy(np.int64), "r_has_usage": reqs["has_usage"].to_numpy(bool),
         "r_user_turn": reqs["user_turn"].to_numpy(np.int64),
+        "r_version": reqs["client_version"].astype(object).where(reqs["client_version"].notna(), None).to_numpy(),
+        "r_event": reqs["client_event"].astype(object).where(reqs["client_event"].notna(), None).to_numpy(),
     }
     by_session: dict[str, list[Stream]] = {k: [] for k in sess["session_key"].tolist()}
     for key, sid, kind in streams.itertuples(index=False):

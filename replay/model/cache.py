@@ -61,6 +61,21 @@ class CacheConfig:
         entries, which are dropped; the system-prefix entries stay (Anthropic: "changes to
         thinking parameters (enabled/disabled or budget allocation) invalidate message cache
         breakpoints; system prompts and tools remain cached"). "ignore": no such rule.
+    resume: "invalidate": the first request after the log records a resumed session (Claude
+        Code's synthetic "No response requested." answer, written when it resumes a
+        conversation that ended on a user message, as after ``/exit``) cannot read the message
+        entries; the system-prefix entries stay. A new client process rebuilds the project
+        context that opens the conversation (Claude Code's docs: it changes when the session
+        starts). "ignore": no such rule.
+    task_turns: "invalidate": in Claude Code 2.1.32 to 2.1.37, the first request of a user turn
+        after a turn that called the task tools (TaskCreate, TaskUpdate) cannot read the
+        message entries; the system-prefix entries stay (evidence: docs/replay-model.md).
+        "ignore": no such rule.
+    unknown_times: "log": at a request whose time the log does not give (its stamp is shared
+        with another request of the stream: the client rewrote the stamps, as Claude Code
+        1.0.x did on a copied conversation) the model cannot judge idle gaps and TTLs, so the
+        recorded read decides: its observed eviction applies in every variant. "model": the
+        model judges it as if no time had passed.
     system_prefix: where the system-prefix breakpoint ends. "log": at the part of the
         overhead the stream's first request read from cache when that is less than the whole
         overhead (the rest is first-message context the transcript does not record), else at
@@ -78,13 +93,18 @@ class CacheConfig:
     observed_evictions: str = "log"
     turn_end_write: str = "always"
     thinking_switch: str = "invalidate"
+    resume: str = "invalidate"
+    task_turns: str = "invalidate"
+    unknown_times: str = "log"
     system_prefix: str = "log"
     clock: str = "send"
 
     def __post_init__(self):
         for name, allowed in (("ttl", TTLS), ("breakpoints", BREAKPOINTS), ("warm_start", WARM_STARTS),
                               ("observed_evictions", ("log", "none")), ("turn_end_write", ("always", "none")),
-                              ("thinking_switch", ("invalidate", "ignore")), ("system_prefix", ("log", "overhead")),
+                              ("thinking_switch", ("invalidate", "ignore")), ("resume", ("invalidate", "ignore")),
+                              ("task_turns", ("invalidate", "ignore")), ("unknown_times", ("log", "model")),
+                              ("system_prefix", ("log", "overhead")),
                               ("clock", ("send", "response"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"cache.{name} = {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
@@ -98,7 +118,7 @@ class CacheConfig:
 # What a run stored before a setting existed was replayed with: the behaviour from before its
 # rule (runs store their full configuration, so a missing key means an older ctxreplay).
 LEGACY_SETTINGS = {"turn_end_write": "none", "thinking_switch": "ignore", "system_prefix": "overhead",
-                   "clock": "response"}
+                   "clock": "response", "resume": "ignore", "task_turns": "ignore", "unknown_times": "model"}
 
 
 def stored_settings(cfg: dict) -> dict:

@@ -173,4 +173,12 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE sessions ADD COLUMN project VARCHAR;
         """,
     ),
+    (
+        7,
+        "the client version of each request and the client events the log records before it",
+        """
+        ALTER TABLE requests ADD COLUMN client_version VARCHAR;
+        ALTER TABLE requests ADD COLUMN client_event VARCHAR;
+        """,
+    ),
 ]

@@ -187,6 +187,9 @@ class _ClaudeReader:
             return
         if msg.get("model") != SYNTHETIC_MODEL and isinstance(mid, str):
             self._request(line, rec, msg, st, ts, mid, sid)
+        elif msg.get("model") == SYNTHETIC_MODEL and rec.get("isApiErrorMessage") is False:
+            # the answer Claude Code writes when it resumes a conversation that ended on a user message
+            self.b.client_event(st, "resume")
         for part in content:
             if isinstance(part, dict):
                 self._assistant_part(rec, part, st, ts)
@@ -224,7 +227,7 @@ class _ClaudeReader:
         row = self.req_rows.get((st.sid, mid, rid))
         if row is None:
             row = self.req_rows[(st.sid, mid, rid)] = self.b.open_request(
-                st, ts, str(msg.get("model") or ""), mid + "\0" + rid)
+                st, ts, str(msg.get("model") or ""), mid + "\0" + rid, version=rec.get("version"))
             self.req_session.append(sid)
         else:
             st.open_req = row

@@ -1,0 +1,229 @@
+"""Hand-computed tests of the client rules: a resumed session and Claude Code 2.1.32-2.1.37's
+task turns re-render the conversation from its first message, and requests whose time the
+log does not give are judged by their recorded read (docs/replay-model.md;
+`replay.engine.calibration.client_rewrites`, `unknown_times`).
+
+Every expected number is worked out in the comments from the rules. Each case also runs with
+the rule off, where the number changes, so a test fails if the rule is wrong or not applied.
+"""
+
+import numpy as np
+import pytest
+
+from replay.engine import ReplayOptions, replay_session
+from replay.engine.calibration import client_rewrites, unknown_times, version_tuple
+from replay.experiments.breaks import classify_stream
+from replay.model.arrays import eviction_positions
+from replay.model.cache import CacheConfig, stored_settings
+from replay.model.costs import PriceTable
+from replay.policies import build
+from replay.store.load import ingest
+
+from cc_records import Transcript, text, tool_use, usage
+from test_ingest import q
+from trace_builder import MIN, TraceBuilder
+
+OPUS_46 = "claude-opus-4-6"
+RATES = {"input": 5, "cache_write_5m": 6.25, "cache_write_1h": 10, "cache_read": 0.5, "output": 25,
+         "min_cacheable": 1024}
+PRICES = PriceTable(overrides={OPUS_46: RATES})
+
+
+def client_stream(tool="TaskCreate", version="2.1.37", event=None, recorded=(0, 10_500, 10_000),
+                  times=(0, 1 * MIN, 2 * MIN)):
+    """10,000 overhead. r0: the user's 500, answered with a tool call (50) whose result is
+    2,000; r1: answers in text (300); r2: the user's 200 opens turn 2 (``event`` recorded
+    before it). Every request has the log's ``version``; the model never thinks."""
+    b = TraceBuilder(overhead=10_000, models=(OPUS_46,))
+    b.block(500, "user_text")                                 # 0
+    b.request(ts=times[0], read=recorded[0], w5=10_500 - recorded[0], has_usage=True, version=version)
+    b.tool_call(tool, 2000)                                   # 1 (tool_use 50), 2 (result 2,000)
+    b.request(ts=times[1], read=recorded[1], w5=12_550 - recorded[1], has_usage=True, version=version)
+    b.block(300, "assistant_text")                            # 3
+    b.block(200, "user_text")                                 # 4
+    b.request(ts=times[2], read=recorded[2], w5=13_050 - recorded[2], has_usage=True, version=version,
+              event=event)
+    b.block(50, "assistant_text")
+    return b
+
+
+def with_evictions(b):
+    """The built stream with the observed-eviction positions its recorded reads imply."""
+    st = b.stream()
+    r = {"r_pos": np.array(st.r_pos), "r_partition": np.array(st.r_partition), "r_read": np.array(st.r_read),
+         "r_model": np.array(st.r_model), "r_has_usage": np.array(st.r_has_usage)}
+    st.r_evict = eviction_positions(np.array(st.tokens), st.overhead, r, st.part_start,
+                                    np.zeros(st.n_requests)).tolist()
+    return st
+
+
+def run(b, **cache):
+    st = with_evictions(b)
+    from replay.model.arrays import Session
+    return replay_session(Session("s1", "claude-code", [st]), b.vocab, build("noop"),
+                          ReplayOptions(CacheConfig(**cache), PRICES, detail=True)).detail
+
+
+def rewrites(b, **cache):
+    return client_rewrites(b.stream(), b.vocab.tool_names, CacheConfig(**cache))
+
+
+# --- which requests the rules flag -------------------------------------------------------------
+
+@pytest.mark.parametrize("version,flagged", [("2.1.32", True), ("2.1.37", True), ("2.1.31", False),
+                                              ("2.1.38", False), ("2.1.50", False), (None, False),
+                                              ("version-1a2b3c4d", False)])
+def test_task_turn_needs_a_version_in_range(version, flagged):
+    assert rewrites(client_stream(version=version)) == [False, False, flagged]
+
+
+@pytest.mark.parametrize("tool", ["TaskCreate", "TaskUpdate"])
+def test_task_tools_flag_the_next_turn(tool):
+    assert rewrites(client_stream(tool=tool)) == [False, False, True]
+    assert rewrites(client_stream(tool=tool), task_turns="ignore") == [False, False, False]
+
+
+@pytest.mark.parametrize("tool", ["Read", "TaskList", "Task", "TodoWrite"])
+def test_other_tools_do_not(tool):
+    assert rewrites(client_stream(tool=tool)) == [False, False, False]
+
+
+def test_only_the_turn_right_after_the_task_turn():
+    # turn 3 follows turn 2, which called no task tool: not flagged
+    b = client_stream()
+    b.block(200, "user_text")
+    b.request(ts=3 * MIN, version="2.1.37")
+    b.block(50, "assistant_text")
+    assert rewrites(b) == [False, False, True, False]
+
+
+def test_a_task_call_inside_the_turn_does_not_flag_its_own_requests():
+    # r1 follows r0's TaskCreate inside turn 1 (a tool result, no new user turn)
+    assert rewrites(client_stream())[1] is False
+
+
+def test_resume_event_flags_its_request():
+    b = client_stream(tool="Read", event="resume")
+    assert rewrites(b) == [False, False, True]
+    assert rewrites(b, resume="ignore") == [False, False, False]
+    assert rewrites(b, breakpoints="none") == [False, False, False]
+
+
+def test_model_change_is_a_break_of_its_own():
+    b = TraceBuilder(overhead=10_000, models=(OPUS_46, "claude-sonnet-4-6"))
+    b.block(500, "user_text")
+    b.request(ts=0)
+    b.block(50, "assistant_text")
+    b.block(200, "user_text")
+    b.request(ts=MIN, model=1, event="resume")
+    assert rewrites(b) == [False, False]
+
+
+def test_version_tuple():
+    assert version_tuple("2.1.37") == (2, 1, 37) and version_tuple("v2.1.4") == (2, 1, 4)
+    assert version_tuple("version-abc") is None and version_tuple(None) is None and version_tuple("2.1") is None
+
+
+# --- the engine: a rewrite keeps only the system prefix ---------------------------------------
+
+def test_engine_task_turn_model_only():
+    # r0 (0:00): 10,500 in, nothing cached: writes 10,500 (and the 10,000 system entry).
+    # r1 (1:00): 12,550 in: reads 10,500, writes 2,050.
+    # r2 (2:00): the turn-end write at 1:00 cached 12,550 + 300 = 12,850; the task turn drops
+    # every message entry, the system entry stays: r2 reads 10,000, writes 13,050 - 10,000 = 3,050.
+    d = run(client_stream(), observed_evictions="none")
+    assert d["cache_read"] == [0, 10_500, 10_000]
+    assert d["cache_write_5m"] == [10_500, 2_050, 3_050]
+    # without the rule r2 reads the turn-end entry, 12,850, and writes the user's 200
+    d = run(client_stream(), observed_evictions="none", task_turns="ignore")
+    assert d["cache_read"] == [0, 10_500, 12_850]
+    assert d["cache_write_5m"] == [10_500, 2_050, 200]
+    # 2.1.38 fixed it: the same as the rule off
+    d = run(client_stream(version="2.1.38"), observed_evictions="none")
+    assert d["cache_read"] == [0, 10_500, 12_850]
+
+
+def test_engine_resume_model_only_and_calibrated():
+    b = client_stream(tool="Read", event="resume")
+    d = run(b, observed_evictions="none")
+    assert d["cache_read"] == [0, 10_500, 10_000] and d["cache_write_5m"] == [10_500, 2_050, 3_050]
+    d = run(b, observed_evictions="none", resume="ignore")
+    assert d["cache_read"] == [0, 10_500, 12_850]
+    # calibrated: the log records r2 reading 10,000, which the rule and the eviction both give
+    d = run(b)
+    assert d["cache_read"] == [0, 10_500, 10_000] and d["cache_write_5m"] == [10_500, 2_050, 3_050]
+
+
+def test_engine_unknown_times_let_the_recorded_read_decide():
+    # r1 and r2 share one stamp (1:00): the log gives them no time of their own. The recorded
+    # read of r2 stops at the system prefix (10,000), so its eviction (to block 0) applies even
+    # in the model-only variant: r2 reads 10,000 and writes 3,050.
+    b = client_stream(tool="Read", times=(0, MIN, MIN))
+    assert unknown_times(b.stream(), CacheConfig()) == [False, True, True]
+    d = run(b, observed_evictions="none")
+    assert d["cache_read"] == [0, 10_500, 10_000] and d["cache_write_5m"] == [10_500, 2_050, 3_050]
+    # judged by the model as if no time passed: r2 reads the turn-end entry, 12,850
+    d = run(b, observed_evictions="none", unknown_times="model")
+    assert d["cache_read"] == [0, 10_500, 12_850]
+    # distinct stamps: the model judges (the recorded read is not used in the model-only variant)
+    d = run(client_stream(tool="Read"), observed_evictions="none")
+    assert d["cache_read"] == [0, 10_500, 12_850]
+
+
+def test_unknown_times_flags():
+    b = client_stream(tool="Read", times=(-1, -1, 5))
+    assert unknown_times(b.stream(), CacheConfig()) == [False, False, False]  # no stamp is not a shared one
+    b = client_stream(tool="Read", times=(7, 7, 7))
+    assert unknown_times(b.stream(), CacheConfig()) == [True, True, True]
+    assert unknown_times(b.stream(), CacheConfig(unknown_times="model")) == [False, False, False]
+
+
+# --- breaks: the resumed and task_turn causes -------------------------------------------------
+
+def _breaks(b):
+    rows, _, _ = classify_stream(b.stream(), b.vocab.models, PRICES, b.vocab.tool_names)
+    return [(r["request"], r["cause"], r["evidence"], r["cached"], r["read"], r["tokens"]) for r in rows]
+
+
+def test_breaks_name_the_client_causes():
+    # r2 reads the 10,000 system prefix where 12,850 was cached: 2,850 tokens re-billed
+    assert _breaks(client_stream()) == [(2, "task_turn", "direct", 12_850, 10_000, 2_850)]
+    assert _breaks(client_stream(tool="Read", event="resume")) == [(2, "resumed", "direct", 12_850, 10_000, 2_850)]
+    # without either, the same break is an inferred first-message rewrite
+    assert _breaks(client_stream(tool="Read"))[0][1] == "first_message_rewritten"
+    # idle past the TTL comes first
+    assert _breaks(client_stream(times=(0, MIN, 7 * MIN)))[0][1] == "ttl_5m"
+
+
+def test_runs_stored_before_the_rules_read_as_replayed():
+    filled = stored_settings({"ttl": "log"})
+    assert (filled["resume"], filled["task_turns"], filled["unknown_times"]) == ("ignore", "ignore", "model")
+    CacheConfig(**filled)  # a valid configuration
+
+
+# --- the reader records the resume and each request's client version --------------------------
+
+def test_reader_records_resume_and_version(tmp_path):
+    t = Transcript(version="2.1.37")
+    t.user("first prompt")
+    t.assistant("m1", [text("ok")], usage(write=5000))
+    t.user("<command-name>/exit</command-name>")
+    # Claude Code's answer when it resumes a conversation that ended on a user message
+    t.raw({**t.records[-1], "type": "assistant", "uuid": "synthetic-1", "isApiErrorMessage": False,
+           "message": {"model": "<synthetic>", "id": "syn-1", "type": "message", "role": "assistant",
+                       "content": [{"type": "text", "text": "No response requested."}],
+                       "usage": {"input_tokens": 0, "output_tokens": 0}}})
+    t.version = "2.1.38"
+    t.user("second prompt")
+    t.assistant("m2", [text("ok")], usage(write=100, read=5000))
+    # an API error is synthetic too, but no resume
+    t.raw({**t.records[-1], "type": "assistant", "uuid": "synthetic-2", "isApiErrorMessage": True,
+           "message": {"model": "<synthetic>", "id": "syn-2", "type": "message", "role": "assistant",
+                       "content": [{"type": "text", "text": "API Error: 500"}], "usage": {}}})
+    t.user("third prompt")
+    t.assistant("m3", [text("ok")], usage(write=100, read=5100))
+    t.write_jsonl(tmp_path / "p" / "s.jsonl")
+    db = tmp_path / "t.duckdb"
+    ingest([tmp_path / "p"], db)
+    assert q(db, "SELECT req_idx, client_version, client_event FROM requests ORDER BY req_idx") == \
+        [(0, "2.1.37", None), (1, "2.1.38", "resume"), (2, "2.1.38", None)]
