@@ -119,6 +119,13 @@ def test_model_change_is_a_break_of_its_own():
     assert rewrites(b) == [False, False]
 
 
+def test_memo_follows_the_tool_names():
+    # a call without the dataset's tool names must not stick to the stream
+    st = client_stream().stream()
+    assert client_rewrites(st, [], CacheConfig()) == [False, False, False]
+    assert client_rewrites(st, ["TaskCreate"], CacheConfig()) == [False, False, True]
+
+
 def test_version_tuple():
     assert version_tuple("2.1.37") == (2, 1, 37) and version_tuple("v2.1.4") == (2, 1, 4)
     assert version_tuple("version-abc") is None and version_tuple(None) is None and version_tuple("2.1") is None
@@ -227,3 +234,30 @@ def test_reader_records_resume_and_version(tmp_path):
     ingest([tmp_path / "p"], db)
     assert q(db, "SELECT req_idx, client_version, client_event FROM requests ORDER BY req_idx") == \
         [(0, "2.1.37", None), (1, "2.1.38", "resume"), (2, "2.1.38", None)]
+
+
+def test_old_database_says_to_reingest(tmp_path):
+    # a database ingested before schema 7: migration 7 adds the columns as NULL
+    import duckdb
+    from click.testing import CliRunner
+
+    from replay.cli import main
+    from replay import store
+
+    t = Transcript(version="2.1.37")
+    t.user("first prompt")
+    t.assistant("m1", [text("ok")], usage(write=5000))
+    t.write_jsonl(tmp_path / "p" / "s.jsonl")
+    db = tmp_path / "t.duckdb"
+    ingest([tmp_path / "p"], db)
+    con = store.connect(db, read_only=True)
+    assert store.sessions_without_client_info(con, "default") == 0
+    con.close()
+    r = CliRunner().invoke(main, ["breaks", "--db", str(db)])
+    assert r.exit_code == 0 and "re-ingest" not in r.stderr
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE requests SET client_version = NULL, client_event = NULL")
+    con.close()
+    r = CliRunner().invoke(main, ["breaks", "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    assert "1 Claude Code session(s)" in r.stderr and "re-ingest" in r.stderr

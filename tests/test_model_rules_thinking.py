@@ -445,7 +445,7 @@ def test_a_prompt_stamped_more_than_5_minutes_before_its_response_is_not_the_sen
 # --- breaks: the thinking_switch cause -------------------------------------------------------
 
 def _breaks(b):
-    rows, seen, skipped = classify_stream(b.stream(), b.models, PRICES)
+    rows, seen, skipped = classify_stream(b.stream(), b.models, PRICES, b.vocab.tool_names)
     return rows
 
 

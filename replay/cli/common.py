@@ -412,10 +412,23 @@ def pick_dataset(con, dataset: str | None, db: Path) -> str:
 
     if dataset:
         check_dataset(con, dataset, db)
-        return dataset
+        return _noted(con, dataset, db)
     names = store.dataset_names(con)
     if len(names) == 1:
-        return names[0]
+        return _noted(con, names[0], db)
     if not names:
         fail(f"{db} holds no dataset; run `ctxreplay ingest PATH --db {db}` first")
     fail(f"{db} holds several datasets ({', '.join(names)}); choose one with --dataset")
+
+
+def _noted(con, dataset: str, db: Path) -> str:
+    """``dataset``, after a note on stderr if its Claude Code sessions predate the client
+    versions and events the cache model's client rules read (schema 7)."""
+    from replay import store
+
+    stale = store.sessions_without_client_info(con, dataset)
+    if stale:
+        err.print(f"note: {stale} Claude Code session(s) in {db} were ingested before ctxreplay "
+                  "stored client versions and events, so the resume and task-turn rules cannot apply to "
+                  "them; re-ingest the logs into a new database", markup=False, highlight=False)
+    return dataset

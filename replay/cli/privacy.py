@@ -41,7 +41,8 @@ def _inside(child: Path, parent: Path) -> bool:
 @dataset_option("Dataset name the per-dataset key is derived for (as in `ctxreplay ingest --dataset`).",
                 default="default", show_default=True)
 @click.option("--drop-tool-names", is_flag=True,
-              help="Replace tool names by keyed pseudonyms (policies that look at tool kinds then see `other`).")
+              help="Replace tool names by keyed pseudonyms (policies that look at tool kinds then see `other`, "
+              "and the cache model's task-turn rule no longer sees the task tools).")
 @click.option("--drop-arg-keys", is_flag=True, help="Replace tool-input argument names by keyed pseudonyms.")
 @click.option("--pseudonymize-mcp", is_flag=True,
               help="Replace MCP server and tool names (mcp__server__tool, serverName, toolName) by keyed "

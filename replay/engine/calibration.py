@@ -137,8 +137,10 @@ def client_rewrites(st: Stream, tool_names: list[str], cfg: CacheConfig) -> list
     n = st.n_requests
     if cfg.breakpoints == "none" or (cfg.resume == "ignore" and cfg.task_turns == "ignore") or n == 0:
         return [False] * n
+    codes = frozenset(i for i, name in enumerate(tool_names) if name in TASK_TOOLS)
+    key = (cfg.resume, cfg.task_turns, codes)
     memo = st.__dict__.get("_client_rewrites_memo")
-    if memo is not None and memo[0] == (cfg.resume, cfg.task_turns):
+    if memo is not None and memo[0] == key:
         return memo[1]
     out = [False] * n
     events = st.r_event or [None] * n
@@ -146,7 +148,6 @@ def client_rewrites(st: Stream, tool_names: list[str], cfg: CacheConfig) -> list
         for k in range(1, n):
             out[k] = events[k] == "resume"
     if cfg.task_turns == "invalidate" and st.r_version:
-        codes = {i for i, name in enumerate(tool_names) if name in TASK_TOOLS}
         lo, hi = TASK_TURN_VERSIONS
         bk, tool, r_pos = st.bkind, st.tool, st.r_pos
         used = prev_used = False  # the current / previous user turn called a task tool
@@ -164,7 +165,7 @@ def client_rewrites(st: Stream, tool_names: list[str], cfg: CacheConfig) -> list
     for k in range(1, n):
         if out[k] and (st.r_model[k] != st.r_model[k - 1] or st.r_partition[k] != st.r_partition[k - 1]):
             out[k] = False
-    st.__dict__["_client_rewrites_memo"] = ((cfg.resume, cfg.task_turns), out)
+    st.__dict__["_client_rewrites_memo"] = (key, out)
     return out
 
 

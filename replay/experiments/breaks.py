@@ -185,7 +185,7 @@ def _iso(ms: int) -> str | None:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def classify_stream(st: Stream, models: list[str], prices: PriceTable, tool_names: list[str] = ()
+def classify_stream(st: Stream, models: list[str], prices: PriceTable, tool_names: list[str]
                     ) -> tuple[list[dict[str, Any]], int, int]:
     """(break rows, requests classified, requests of automatically cached models skipped) of
     one stream; ``tool_names``: the dataset's tool names (the task-turn rule needs them)."""

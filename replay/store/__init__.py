@@ -22,6 +22,7 @@ from replay.store.db import (
     now,
     records_projects,
     sessions,
+    sessions_without_client_info,
     transaction,
     write_sessions,
 )
@@ -30,5 +31,5 @@ from replay.store.integrity import check
 __all__ = [
     "MIGRATIONS", "PendingFile", "StoreError", "check", "connect", "content_known", "database_error",
     "dataset_names", "datasets", "ensure_dataset", "export_parquet", "file_status", "migrate", "now",
-    "records_projects", "sessions", "transaction", "write_sessions",
+    "records_projects", "sessions", "sessions_without_client_info", "transaction", "write_sessions",
 ]

@@ -282,6 +282,19 @@ def datasets(con) -> list[dict[str, Any]]:
     return [dict(zip(cols, r)) for r in rows]
 
 
+def sessions_without_client_info(con, dataset: str) -> int:
+    """Claude Code sessions of ``dataset`` none of whose requests records a client version:
+    ingested before schema 7, so the resume and task-turn rules cannot apply to them (a file
+    whose content is unchanged is not read again: re-ingest into a new database)."""
+    cols = {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'requests'").fetchall()}
+    has = "bool_or(r.client_version IS NOT NULL)" if "client_version" in cols else "false"
+    return con.execute(
+        f"""SELECT count(*) FROM (SELECT s.session_key, {has} AS known FROM sessions s
+            JOIN requests r USING (session_key) WHERE s.dataset = ? AND s.agent = 'claude-code'
+            GROUP BY s.session_key) WHERE NOT known""", [dataset]).fetchone()[0]
+
+
 def records_projects(con, dataset: str | None = None) -> bool:
     """Whether the sessions (of ``dataset``, if named) record projects: the column exists (schema
     6+; a read-only connection to an older file is not migrated) and at least one session has
