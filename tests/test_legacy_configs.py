@@ -85,3 +85,29 @@ def test_the_cli_options_and_sweep_specs_set_the_new_settings(tmp_path):
     spec.write_text('policy = "noop"\n[cache]\nthinking_switch = ["invalidate", "ignore"]\nclock = ["send"]\n')
     points = load_spec(spec).points()
     assert sorted(p.cache["thinking_switch"] for p in points) == ["ignore", "invalidate"]
+
+
+def test_the_client_rule_options_and_sweep_keys(tmp_path):
+    """--resume, --task-turns and --unknown-times reach the stored configuration; a sweep
+    spec's [cache] table may vary them."""
+    from replay.cli import sample_logs_dir
+    from replay.experiments.sweep import load_spec
+    from replay.store.load import ingest
+
+    db = tmp_path / "o.duckdb"
+    ingest([sample_logs_dir()], db, dataset="sample", key_file=tmp_path / "key")
+    run = json.loads(_ok(["replay", "--db", db, "--policy", "noop", "--variants", "model-only", "--json",
+                          "--resume", "ignore", "--task-turns", "ignore", "--unknown-times", "model"]).output)
+    con = duckdb.connect(str(db), read_only=True)
+    cfg = json.loads(con.execute("SELECT cache_config FROM runs WHERE run_id = ?", [run["run_id"]]).fetchone()[0])
+    con.close()
+    assert {k: cfg[k] for k in ("resume", "task_turns", "unknown_times")} == \
+        {"resume": "ignore", "task_turns": "ignore", "unknown_times": "model"}
+    rep = json.loads(_ok(["validate", "--db", db, "--json", "--unknown-times", "model"]).output)
+    assert rep["cache_config"]["unknown_times"] == "model" and rep["cache_config"]["resume"] == "invalidate"
+    spec = tmp_path / "s.toml"
+    spec.write_text('policy = "noop"\n[cache]\nresume = ["invalidate", "ignore"]\ntask_turns = ["ignore"]\n'
+                    'unknown_times = ["model"]\n')
+    points = load_spec(spec).points()
+    assert sorted(p.cache["resume"] for p in points) == ["ignore", "invalidate"]
+    assert {p.cache["task_turns"] for p in points} == {"ignore"} and {p.cache["unknown_times"] for p in points} == {"model"}
