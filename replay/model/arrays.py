@@ -23,6 +23,7 @@ import pandas as pd
 
 from replay.ingest.trace import BLOCK_KINDS, TOOL_KINDS
 from replay.model.costs import price_key
+from replay.store.db import has_column
 
 KIND_CODE = {k: i for i, k in enumerate(BLOCK_KINDS)}
 TOOL_KIND_CODE = {k: i for i, k in enumerate(TOOL_KINDS)}
@@ -135,9 +136,7 @@ class Dataset:
 def request_column(con, name: str) -> str:
     """SQL for a request column added by a later migration (``speed``, ``client_version``,
     ``client_event``), or NULL where the database predates it (opened read-only)."""
-    cols = {r[0] for r in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = 'requests'").fetchall()}
-    return f"r.{name}" if name in cols else "NULL::VARCHAR"
+    return f"r.{name}" if has_column(con, "requests", name) else "NULL::VARCHAR"
 
 
 def speed_column(con) -> str:

@@ -282,13 +282,17 @@ def datasets(con) -> list[dict[str, Any]]:
     return [dict(zip(cols, r)) for r in rows]
 
 
+def has_column(con, table: str, column: str) -> bool:
+    """Whether ``table`` has ``column`` (a read-only connection to an older file is not migrated)."""
+    return con.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = ? AND column_name = ?",
+                       [table, column]).fetchone()[0] > 0
+
+
 def sessions_without_client_info(con, dataset: str) -> int:
     """Claude Code sessions of ``dataset`` none of whose requests records a client version:
     ingested before schema 7, so the resume and task-turn rules cannot apply to them (a file
     whose content is unchanged is not read again: re-ingest into a new database)."""
-    cols = {r[0] for r in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = 'requests'").fetchall()}
-    has = "bool_or(r.client_version IS NOT NULL)" if "client_version" in cols else "false"
+    has = "bool_or(r.client_version IS NOT NULL)" if has_column(con, "requests", "client_version") else "false"
     return con.execute(
         f"""SELECT count(*) FROM (SELECT s.session_key, {has} AS known FROM sessions s
             JOIN requests r USING (session_key) WHERE s.dataset = ? AND s.agent = 'claude-code'
@@ -300,8 +304,7 @@ def records_projects(con, dataset: str | None = None) -> bool:
     6+; a read-only connection to an older file is not migrated) and at least one session has
     one. Sessions ingested before schema 6, and logs that keep no working directory (Gemini
     CLI), have none."""
-    if not con.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'sessions' "
-                       "AND column_name = 'project'").fetchone()[0]:
+    if not has_column(con, "sessions", "project"):
         return False
     if dataset is None:
         return True
