@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from replay.engine.calibration import (
+    RESTART_EVENTS,
     base_prefix,
     client_rewrites,
     observed_write_position,
@@ -72,8 +73,9 @@ CAUSES = (
           "Sonnet 3.7) whose first response thinks where the previous turn's did not, or the reverse: a change "
           "of thinking parameters invalidates the message cache, the system prefix stays (Anthropic)"),
     Cause("resumed", "direct", "the first request after the log records a resumed session (Claude Code's "
-          "synthetic \"No response requested.\" answer): the new client process rebuilt the project context "
-          "that opens the conversation, the system prefix stays"),
+          "synthetic \"No response requested.\" answer, or a SessionStart hook with source resume) or a "
+          "cleared conversation (a SessionStart hook with source clear): the client rebuilt the project "
+          "context that opens the conversation, the system prefix stays"),
     Cause("task_turn", "direct", "Claude Code 2.1.32 to 2.1.37: a user turn after a turn that called the task "
           "tools (TaskCreate, TaskUpdate) re-renders the conversation from its first message, the system "
           "prefix stays (docs/replay-model.md)"),
@@ -214,7 +216,7 @@ def classify_stream(st: Stream, models: list[str], prices: PriceTable, tool_name
         j, prev = prev, k
         if j is None:
             continue
-        rule = None if not rewrites[k] else "resumed" if events[k] == "resume" else "task_turn"
+        rule = None if not rewrites[k] else "resumed" if events[k] in RESTART_EVENTS else "task_turn"
         row = _classify(st, j, k, models, prices, ttls[j], sys_ref, switches[k], rule)
         if row is not None:
             rows.append(row)

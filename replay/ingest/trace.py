@@ -62,8 +62,11 @@ def mcp_kind(name: str) -> str:
 # Client events a log records before a request (``requests.client_event``):
 # "resume": the client was restarted and the session resumed (Claude Code writes a synthetic
 # "No response requested." answer, not an API error, when it resumes a conversation that
-# ended on a user message, as after ``/exit``).
-CLIENT_EVENTS = ("resume",)
+# ended on a user message, as after ``/exit``; and where the user configured a SessionStart
+# hook, its progress record says "SessionStart:resume").
+# "clear": the conversation was cleared (a SessionStart hook with source "clear" after the
+# stream's first request, as when a plan is accepted with "clear context").
+CLIENT_EVENTS = ("resume", "clear")
 
 SESSION_COLUMNS = (
     "session_key", "dataset", "file_key", "agent", "session_id", "agent_version",

@@ -18,7 +18,11 @@ the same records) and separate ``<session>/subagents/agent-*.jsonl`` files. Quir
 * resumed sessions copy earlier records with the old ``sessionId``: they are context of the
   resumed conversation and kept, their requests flagged ``resumed_copy`` (the live session
   is the last ``sessionId`` of the file, known at its end: the file is read in one pass);
-* tool_result content is a string or a list of text/image parts.
+* tool_result content is a string or a list of text/image parts;
+* client events (``requests.client_event``): a resume is the synthetic "No response
+  requested." answer or the progress record of a ``SessionStart`` hook with source
+  ``resume``; a ``SessionStart`` hook with source ``clear`` is a cleared conversation
+  (hooks are logged only where the user configured one).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ NON_CONTEXT_TYPES = frozenset(
 )
 CONTEXT_TYPES = frozenset({"user", "assistant", "attachment"})
 SYNTHETIC_MODEL = "<synthetic>"
+# SessionStart hook sources that start a request's client event (``trace.CLIENT_EVENTS``)
+SESSION_START_EVENTS = {"resume": "resume", "clear": "clear"}
 
 _FILE_TOOLS_PATH_KEY = {
     "Read": "file_path",
@@ -145,10 +151,27 @@ class _ClaudeReader:
             self._system(rec, stream_key, stream_kind, agent_id)
         elif rtype in NON_CONTEXT_TYPES:
             self.b.report.non_context[rtype] += 1
+            if rtype == "progress":
+                self._session_start(rec, stream_key)
         elif rtype not in CONTEXT_TYPES:
             self.b.report.skip("unknown_type", self.b.path, line, f"record type {rtype!r}")
         else:
             self._context(line, rec, rtype, self.stream(stream_key, stream_kind, agent_id))
+
+    def _session_start(self, rec: dict, stream_key: str) -> None:
+        """A SessionStart hook that runs with source ``resume`` or ``clear`` after the stream's
+        first request: the client started again (a resumed session) or cleared the conversation,
+        so its next request follows that client event. Claude Code logs the hook's progress as
+        ``{"type": "hook_progress", "hookEvent": "SessionStart", "hookName": "SessionStart:<source>"}``
+        (sources: startup, resume, clear, compact; a compaction has its own record)."""
+        data = rec.get("data")
+        if not isinstance(data, dict) or data.get("type") != "hook_progress" or data.get("hookEvent") != "SessionStart":
+            return
+        name = data.get("hookName")
+        source = name.partition(":")[2] if isinstance(name, str) else ""
+        st = self.streams.get(stream_key)
+        if source in SESSION_START_EVENTS and st is not None and st.n_req > 0:
+            self.b.client_event(st, SESSION_START_EVENTS[source])
 
     def _system(self, rec: dict, stream_key: str, stream_kind: str, agent_id: str | None) -> None:
         if rec.get("subtype") != "compact_boundary":
