@@ -26,6 +26,7 @@ class TraceBuilder:
         self.partition = 0
         self.turn = 0
         self.part_start = {0: 0}
+        self.shared_system_prefix: dict[int, float] = {}  # model code -> the dataset's system prefix
         self._codes: dict[str, dict] = {"tool": {}, "resource": {}, "chash": {}, "args": {}, "tool_use": {}}
         self.vocab = Vocab(tool_names=[], resources=[], models=self.models)
 
@@ -92,7 +93,8 @@ class TraceBuilder:
         n = len(self.requests)
         return Stream(session_key=self.session_key, stream_id=stream_id, kind=kind, **cols, **rcols,
                       overhead={m: float(self.overhead) for m in range(len(self.models))},
-                      part_start=dict(self.part_start), r_residual=[0.0] * n, r_evict=[1 << 30] * n)
+                      part_start=dict(self.part_start), r_residual=[0.0] * n, r_evict=[1 << 30] * n,
+                      shared_system_prefix=dict(self.shared_system_prefix))
 
     def build(self) -> tuple[Session, Vocab]:
         return Session(self.session_key, "claude-code", [self.stream()]), self.vocab

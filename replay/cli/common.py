@@ -272,8 +272,10 @@ def cache_options(f):
                  "invalidate: a user turn that switches extended thinking on or off (budget-thinking "
                  "models) reads only the system prefix (docs/replay-model.md); ignore: off."),
         _setting("--resume", ["invalidate", "ignore"],
-                 "invalidate: the first request after the log records a resumed session reads only the "
-                 "system prefix (the client rebuilt its project context; docs/replay-model.md); ignore: off."),
+                 "invalidate: the first request after the log records a resumed session or a cleared "
+                 "conversation (a synthetic \"No response requested.\" answer, or a SessionStart hook with "
+                 "source resume or clear) reads only the system prefix (the client rebuilt its project "
+                 "context; docs/replay-model.md); ignore: off."),
         _setting("--task-turns", ["invalidate", "ignore"],
                  "invalidate: in Claude Code 2.1.32-2.1.37, a user turn after one that called the task "
                  "tools reads only the system prefix (docs/replay-model.md); ignore: off."),
@@ -281,9 +283,11 @@ def cache_options(f):
                  "log: where the log gives a request no time of its own (its stamp is shared with other "
                  "requests: rewritten), the recorded read decides in every variant; model: judged as if no "
                  "time had passed."),
-        _setting("--system-prefix", ["log", "overhead"],
-                 "log: the system-prefix entry ends where the stream's first warm read ended; overhead: "
-                 "at the whole overhead (system, tools and unrecorded first-message context)."),
+        _setting("--system-prefix", ["dataset", "log", "overhead"],
+                 "dataset: as log, and a stream whose first request read nothing takes the system prefix "
+                 "other streams of the dataset show for its model and client version; log: the "
+                 "system-prefix entry ends where the stream's first warm read ended; overhead: at the whole "
+                 "overhead (system, tools and unrecorded first-message context)."),
         _setting("--clock", ["send", "response"],
                  "send: requests use the cache at their last input block's time; response: at the "
                  "logged response time."),

@@ -89,9 +89,11 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
     reminders), which lies after that breakpoint. Where the stream's first request of a model
     read part of the overhead from cache (another session's identical system prompt: the warm
     start), that read is the breakpoint; a policy that shrinks the overhead (pruned tool
-    definitions) shrinks it by as much. Otherwise the whole overhead is taken."""
+    definitions) shrinks it by as much. Where it read nothing, ``system_prefix = "dataset"``
+    takes the system prefix other streams of the dataset show for the model and client version
+    (``Stream.shared_system_prefix``); otherwise the whole overhead is taken."""
     out = list(overhead_of)
-    if cfg.system_prefix != "log":
+    if cfg.system_prefix == "overhead":
         return out
     seen: set[int] = set()
     for k in range(st.n_requests):
@@ -102,6 +104,8 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
         logged, rr = st.overhead.get(m, 0.0), float(st.r_read[k])
         if 0.0 < rr < logged:
             out[m] = max(0.0, rr - (logged - overhead_of[m]))
+        elif cfg.system_prefix == "dataset" and m in st.shared_system_prefix:
+            out[m] = max(0.0, st.shared_system_prefix[m] - (logged - overhead_of[m]))
     return out
 
 

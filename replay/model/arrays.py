@@ -90,6 +90,10 @@ class Stream:
     # per request: the client version the log gives and the client event before it (or None)
     r_version: list[str | None] = field(default_factory=list)
     r_event: list[str | None] = field(default_factory=list)
+    # per model code, for a model whose first request here read nothing from cache: the system
+    # prefix other streams of the dataset show for that model and client version
+    # (:func:`shared_system_prefixes`; the engine's ``system_prefix = "dataset"``)
+    shared_system_prefix: dict[int, float] = field(default_factory=dict)
     anchored_requests: int = 0
     negative_deltas: int = 0
     bpe_ratio: float = 1.0
@@ -227,8 +231,65 @@ def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[s
         r = {c: v[r0:r1] for c, v in rcols.items()}
         st = _make_stream(key, int(sid), kind, b, r, anchor)
         by_session[key].append(st)
+    shared = shared_system_prefixes(con, dataset) if "client_version" in reqs and not reqs.empty else {}
+    if shared:
+        code = {name: i for i, name in enumerate(vocab.models)}
+        for sts in by_session.values():
+            for st in sts:
+                _assign_shared_prefix(st, shared, code)
     sessions = [Session(k, a, by_session[k]) for k, a in sess.itertuples(index=False)]
     return Dataset(dataset, sessions, vocab)
+
+
+def shared_system_prefixes(con, dataset: str) -> dict[tuple[str, str], float]:
+    """(model, client version) -> the system prefix that streams of the whole dataset (not only
+    the sessions loaded) show for them: the most frequent cache read of a stream's first request
+    of the model where that read stopped inside the overhead (a warm system prompt and tools,
+    cached by another session), ties to the shorter. Claude Code's tools and system prompt are
+    the same for one client version and model, up to a few tokens of environment (git status,
+    date), and this is where its first breakpoint ends (docs/replay-model.md, "System
+    prefix"). A read that stopped inside the overhead is one shorter than the request's input
+    total less the BPE size of its transcript blocks (an estimate of the overhead that needs no
+    anchoring, so that a subset of sessions sees the same figures as the whole)."""
+    if not has_column(con, "requests", "client_version"):
+        return {}
+    rows = con.execute(
+        """WITH f AS (
+               SELECT r.session_key, r.stream_id, r.model, r.speed, r.client_version, r.position, r.partition,
+                      r.cache_read, r.input_tokens + r.cache_write_5m + r.cache_write_1h + r.cache_read AS total,
+                      row_number() OVER (PARTITION BY r.session_key, r.stream_id, r.model, r.speed
+                                         ORDER BY r.req_idx) AS rn
+               FROM requests r JOIN sessions s USING (session_key)
+               WHERE s.dataset = $ds AND r.has_usage AND r.client_version IS NOT NULL AND r.model IS NOT NULL)
+           SELECT f.model, f.speed, f.client_version, f.cache_read, count(*) AS n
+           FROM f LEFT JOIN blocks b ON b.session_key = f.session_key AND b.stream_id = f.stream_id
+                                    AND b.partition = f.partition AND b.pos < f.position
+           WHERE f.rn = 1 AND f.cache_read > 0
+           GROUP BY f.session_key, f.stream_id, f.model, f.speed, f.client_version, f.cache_read, f.total
+           HAVING f.cache_read < f.total - coalesce(sum(b.tokens), 0)""",
+        {"ds": dataset}).fetchall()
+    counts: dict[tuple[str, str], dict[int, int]] = {}
+    for model, speed, version, read, _ in rows:
+        c = counts.setdefault((price_key(model, speed), version), {})
+        c[int(read)] = c.get(int(read), 0) + 1
+    return {key: float(min(c, key=lambda v: (-c[v], v))) for key, c in counts.items()}
+
+
+def _assign_shared_prefix(st: Stream, shared: dict[tuple[str, str], float], code: dict[str, int]) -> None:
+    """Give each model whose first request in the stream read nothing the dataset's system
+    prefix for its model and client version, where that is shorter than the stream's overhead."""
+    names = {i: n for n, i in code.items()}
+    seen: set[int] = set()
+    for k in range(st.n_requests):
+        m = st.r_model[k]
+        if m in seen or not st.r_has_usage[k]:
+            continue
+        seen.add(m)
+        if st.r_read[k] != 0 or not st.r_version:
+            continue
+        v = shared.get((names.get(m, ""), st.r_version[k]))
+        if v is not None and v < st.overhead.get(m, 0.0):
+            st.shared_system_prefix[m] = v
 
 
 def _make_stream(key: str, sid: int, kind: str, b: dict[str, np.ndarray], r: dict[str, np.ndarray],

@@ -63,10 +63,12 @@ class CacheConfig:
         breakpoints; system prompts and tools remain cached"). "ignore": no such rule.
     resume: "invalidate": the first request after the log records a resumed session (Claude
         Code's synthetic "No response requested." answer, written when it resumes a
-        conversation that ended on a user message, as after ``/exit``) cannot read the message
-        entries; the system-prefix entries stay. A new client process rebuilds the project
-        context that opens the conversation (Claude Code's docs: it changes when the session
-        starts). "ignore": no such rule.
+        conversation that ended on a user message, as after ``/exit``, or the progress record
+        of a SessionStart hook with source "resume") or a cleared conversation (a SessionStart
+        hook with source "clear") cannot read the message entries; the system-prefix entries
+        stay. A new client process, or /clear, rebuilds the project context that opens the
+        conversation (Claude Code's docs: it changes when the session starts and after /clear).
+        "ignore": no such rule.
     task_turns: "invalidate": in Claude Code 2.1.32 to 2.1.37, the first request of a user turn
         after a turn that called the task tools (TaskCreate, TaskUpdate) cannot read the
         message entries; the system-prefix entries stay (evidence: docs/replay-model.md).
@@ -76,10 +78,13 @@ class CacheConfig:
         1.0.x did on a copied conversation) the model cannot judge idle gaps and TTLs, so the
         recorded read decides: its observed eviction applies in every variant. "model": the
         model judges it as if no time had passed.
-    system_prefix: where the system-prefix breakpoint ends. "log": at the part of the
-        overhead the stream's first request read from cache when that is less than the whole
-        overhead (the rest is first-message context the transcript does not record), else at
-        the overhead; "overhead": always at the overhead (tools, system prompt and that context).
+    system_prefix: where the system-prefix breakpoint ends. "dataset": as "log", and where
+        the stream's first request read nothing, at the system prefix other streams of the
+        dataset show for the same model and client version (their most frequent first warm
+        read), when that is shorter than the overhead. "log": at the part of the overhead the
+        stream's first request read from cache when that is less than the whole overhead (the
+        rest is first-message context the transcript does not record), else at the overhead;
+        "overhead": always at the overhead (tools, system prompt and that context).
     clock: when a request looks up and refreshes the cache. "send": when it was sent, the
         time of its last input block (the log stamps a request with its response, which can
         come minutes later after long thinking); "response": the request's own time.
@@ -96,7 +101,7 @@ class CacheConfig:
     resume: str = "invalidate"
     task_turns: str = "invalidate"
     unknown_times: str = "log"
-    system_prefix: str = "log"
+    system_prefix: str = "dataset"
     clock: str = "send"
 
     def __post_init__(self):
@@ -104,7 +109,7 @@ class CacheConfig:
                               ("observed_evictions", ("log", "none")), ("turn_end_write", ("always", "none")),
                               ("thinking_switch", ("invalidate", "ignore")), ("resume", ("invalidate", "ignore")),
                               ("task_turns", ("invalidate", "ignore")), ("unknown_times", ("log", "model")),
-                              ("system_prefix", ("log", "overhead")),
+                              ("system_prefix", ("dataset", "log", "overhead")),
                               ("clock", ("send", "response"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"cache.{name} = {getattr(self, name)!r}; allowed: {', '.join(allowed)}")

@@ -1,0 +1,142 @@
+"""The system prefix a stream shares with the rest of its dataset (``system_prefix = "dataset"``).
+
+A stream whose first request read nothing from cache does not show where Claude Code's first
+breakpoint (tools + system prompt) ends; other streams of the same model and client version
+do, through their first warm read (docs/replay-model.md, "System prefix"). Every expected
+number is worked out in the comments; each case also runs with the rule off.
+"""
+
+import duckdb
+import pytest
+
+from replay.engine.pricing import _system_prefixes
+from replay.model.arrays import load_dataset, shared_system_prefixes
+from replay.model.cache import CacheConfig, stored_settings
+from replay.store.load import ingest
+
+from cc_records import Transcript, text, usage
+from test_model_rules_thinking import LowerOverhead, builder, run
+from trace_builder import MIN
+
+OPUS = "claude-opus-4-6"
+
+
+def session(path, sid, first_read, version="2.1.37", total=30_000):
+    """One session: a short prompt whose first request has ``total`` input tokens of which
+    ``first_read`` were read from cache, then a second turn."""
+    t = Transcript(session_id=sid, version=version)
+    t.user("first prompt")
+    t.assistant(f"{sid}-m1", [text("ok")], usage(inp=3, write=total - 3 - first_read, read=first_read), model=OPUS)
+    t.user("second prompt")
+    t.assistant(f"{sid}-m2", [text("ok")], usage(inp=3, write=100, read=total - 3), model=OPUS)
+    t.write_jsonl(path / f"{sid}.jsonl")
+
+
+@pytest.fixture
+def db(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    session(logs, "warm-a", 10_000)
+    session(logs, "warm-b", 10_000)
+    session(logs, "warm-c", 12_000)
+    session(logs, "whole", 29_990)          # read the whole overhead: not a system prefix
+    session(logs, "cold", 0)
+    session(logs, "cold-other-version", 0, version="2.1.38")
+    session(logs, "other-version", 14_000, version="2.1.38")
+    session(logs, "other-version-2", 13_000, version="2.1.38")
+    path = tmp_path / "t.duckdb"
+    ingest([logs], path)
+    return path
+
+
+def _streams(path, keys=None):
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        ds = load_dataset(con, "default", session_keys=keys)
+        sid = dict(con.execute("SELECT session_key, session_id FROM sessions").fetchall())
+    finally:
+        con.close()
+    return ds, sid
+
+
+def test_shared_prefix_is_the_most_frequent_first_warm_read(db):
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        got = shared_system_prefixes(con, "default")
+    finally:
+        con.close()
+    # 2.1.37: 10,000 twice, 12,000 once (29,990 reads past the overhead: left out)
+    # 2.1.38: 14,000 and 13,000 once each: the tie goes to the shorter
+    assert got == {(OPUS, "2.1.37"): 10_000.0, (OPUS, "2.1.38"): 13_000.0}
+
+
+def test_only_cold_streams_take_it(db):
+    ds, _ = _streams(db)
+    by_first_read = {}
+    for s in ds.sessions:
+        st = s.streams[0]
+        by_first_read[(st.r_read[0], st.r_version[0])] = st.shared_system_prefix
+    assert by_first_read[(0, "2.1.37")] == {0: 10_000.0}
+    assert by_first_read[(0, "2.1.38")] == {0: 13_000.0}
+    # a stream with its own warm read keeps it (the "log" rule); nothing shared is stored
+    assert by_first_read[(12_000, "2.1.37")] == {} and by_first_read[(29_990, "2.1.37")] == {}
+
+
+def test_a_subset_of_sessions_sees_the_whole_dataset(db):
+    # sweep workers and slices load some sessions: the shared prefix must not change with them
+    ds, _ = _streams(db)
+    cold = [s for s in ds.sessions if s.streams[0].r_read[0] == 0 and s.streams[0].r_version[0] == "2.1.37"]
+    sub, _ = _streams(db, [cold[0].session_key])
+    assert [s.streams[0].shared_system_prefix for s in sub.sessions] == [{0: 10_000.0}]
+
+
+def cold_stream(shared=None):
+    """30,000 overhead, the first request read nothing; r2 opens a turn after a thinking
+    switch (the message entries are dropped, the system prefix is read)."""
+    b = builder(overhead=30_000)
+    b.block(500, "user_text")
+    b.request(ts=0, read=0, w5=30_500, has_usage=True)
+    b.tool_call("Read", 2000)
+    b.request(ts=1 * MIN, read=30_500, w5=2_050, has_usage=True)
+    b.block(300, "assistant_text")
+    b.block(200, "user_text")
+    b.request(ts=2 * MIN, read=10_000, w5=23_050, has_usage=True)
+    b.block(100, "thinking")
+    b.block(50, "assistant_text")
+    if shared is not None:
+        b.shared_system_prefix[0] = shared
+    return b, b.stream()
+
+
+def test_system_prefixes_by_hand():
+    _, st = cold_stream(10_000.0)
+    assert _system_prefixes(st, [30_000.0], CacheConfig()) == [10_000.0]
+    assert _system_prefixes(st, [30_000.0], CacheConfig(system_prefix="log")) == [30_000.0]
+    assert _system_prefixes(st, [30_000.0], CacheConfig(system_prefix="overhead")) == [30_000.0]
+    # a policy that prunes 5,000 tokens of tools shortens it by as much
+    assert _system_prefixes(st, [25_000.0], CacheConfig()) == [5_000.0]
+    # without a shared prefix the overhead stays
+    _, st = cold_stream()
+    assert _system_prefixes(st, [30_000.0], CacheConfig()) == [30_000.0]
+
+
+def test_engine_reads_the_shared_prefix_after_a_switch():
+    # model only. r0 writes 30,500 (and the system entry: 10,000 with the shared prefix),
+    # r1 reads 30,500. r2 opens a turn whose first response thinks where turn 1's did not:
+    # the message entries are dropped, the system entry is read: 10,000 (dataset) or the
+    # whole 30,000 overhead (log), and the rest of r2's 33,050 is written.
+    b, st = cold_stream(10_000.0)
+    d = run(b, observed_evictions="none")
+    assert d["cache_read"] == [0, 30_500, 10_000] and d["cache_write_5m"][2] == 23_050
+    d = run(b, observed_evictions="none", system_prefix="log")
+    assert d["cache_read"] == [0, 30_500, 30_000] and d["cache_write_5m"][2] == 3_050
+    d = run(b, LowerOverhead(), observed_evictions="none")
+    assert d["cache_read"][2] == 5_000
+
+
+def test_runs_stored_with_log_keep_it():
+    # a run stored with system_prefix = "log" (before "dataset" existed) is read as "log"
+    assert stored_settings({"system_prefix": "log"})["system_prefix"] == "log"
+    assert CacheConfig().system_prefix == "dataset"
+    with pytest.raises(ValueError, match="system_prefix"):
+        CacheConfig(system_prefix="shared")
