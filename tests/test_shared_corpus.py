@@ -131,9 +131,9 @@ def test_fidelity_both_variants(corpus):
     uses): >= 26/27 sessions within the per-session targets, corpus-wide reads 0.5%, writes 2%, cost
     0.5%, >= 99.5% of requests whose simulated read matches the recorded one within max(256 tokens,
     1%). Model only (no observed evictions or later warm prefixes): within 2% on cost (the
-    acceptance target), and the values measured on 2026-11-23 as regression floors, after the
-    client rules (18/27, reads +0.23%, writes -6.76%, cost -1.36%, 98.11%; before the unknown-times
-    rule 17/27, -17.9%, -6.9%, 97.68%)."""
+    acceptance target), and the values measured on 2026-11-25 as regression floors, after the
+    SessionStart-hook events and the dataset's system prefix (19/27, reads +0.16%, writes -4.63%,
+    cost -0.73%, 98.11%; before them 18/27, -6.76%, -1.36%, 98.11%)."""
     from replay import store
     from replay.engine import ReplayOptions
     from replay.experiments.validate import validate
@@ -150,9 +150,9 @@ def test_fidelity_both_variants(corpus):
     assert abs(e["cache_read"]) <= 0.005 and abs(e["cache_write"]) <= 0.02 and abs(e["cost"]) <= 0.005
     assert cal["request_match"] >= 0.995 and o["request_match"] == cal["request_match"]
     assert o["request_match_counts"]["requests"] == cal["requests"] == 2758
-    assert mo["sessions_within_targets"] >= 18
+    assert mo["sessions_within_targets"] >= 19
     m = mo["rel_error"]
-    assert abs(m["cache_read"]) <= 0.01 and abs(m["cache_write"]) <= 0.075 and abs(m["cost"]) <= 0.02
+    assert abs(m["cache_read"]) <= 0.005 and abs(m["cache_write"]) <= 0.05 and abs(m["cost"]) <= 0.01
     assert mo["request_match"] >= 0.98
     # the per-session figures add up to the corpus-wide ones, per variant
     for name in ("calibrated", "model_only", "raw_bpe"):
@@ -164,9 +164,10 @@ def test_fidelity_both_variants(corpus):
 
 def test_fidelity_entire_cli(tmp_path):
     """The 146 entire-cli logs (143 sessions with usage). Calibrated: every acceptance target.
-    Model only: the values measured on 2026-11-23 as regression floors, after the resume and
-    task-turn rules (98/143, reads +0.28%, writes -6.72%, cost -2.84%, 98.33%; before them
-    94/143, writes -10.25%, cost -4.41%, 98.27%). Its cost is not yet within the 2% target."""
+    Model only: within 2% on cost (the acceptance target), and the values measured on 2026-11-25
+    as regression floors, after the SessionStart-hook events and the dataset's system prefix
+    (106/143, reads +0.15%, writes -3.60%, cost -1.54%, 98.51%; before them 98/143, writes
+    -6.72%, cost -2.84%, 98.33%)."""
     from replay import store
     from replay.engine import ReplayOptions
     from replay.experiments.validate import validate
@@ -182,6 +183,6 @@ def test_fidelity_entire_cli(tmp_path):
     assert abs(e["cache_read"]) <= 0.005 and abs(e["cache_write"]) <= 0.02 and abs(e["cost"]) <= 0.005
     assert cal["request_match"] >= 0.995
     m = mo["rel_error"]
-    assert mo["sessions_within_targets"] >= 98
-    assert abs(m["cache_read"]) <= 0.005 and abs(m["cache_write"]) <= 0.07 and abs(m["cost"]) <= 0.029
-    assert mo["request_match"] >= 0.983
+    assert mo["sessions_within_targets"] >= 105
+    assert abs(m["cache_read"]) <= 0.005 and abs(m["cache_write"]) <= 0.045 and abs(m["cost"]) <= 0.02
+    assert mo["request_match"] >= 0.985
