@@ -109,12 +109,6 @@ def test_resume_event_flags_its_request():
     assert rewrites(b, breakpoints="none") == [False, False, False]
 
 
-def test_clear_event_flags_its_request_like_a_resume():
-    b = client_stream(tool="Read", event="clear")
-    assert rewrites(b) == [False, False, True]
-    assert rewrites(b, resume="ignore") == [False, False, False]
-
-
 def test_model_change_is_a_break_of_its_own():
     b = TraceBuilder(overhead=10_000, models=(OPUS_46, "claude-sonnet-4-6"))
     b.block(500, "user_text")
@@ -167,12 +161,6 @@ def test_engine_resume_model_only_and_calibrated():
     assert d["cache_read"] == [0, 10_500, 10_000] and d["cache_write_5m"] == [10_500, 2_050, 3_050]
 
 
-def test_engine_clear_model_only():
-    # a cleared conversation drops the message entries as a resume does: r2 reads 10,000
-    d = run(client_stream(tool="Read", event="clear"), observed_evictions="none")
-    assert d["cache_read"] == [0, 10_500, 10_000] and d["cache_write_5m"] == [10_500, 2_050, 3_050]
-
-
 def test_engine_unknown_times_let_the_recorded_read_decide():
     # r1 and r2 share one stamp (1:00): the log gives them no time of their own. The recorded
     # read of r2 stops at the system prefix (10,000), so its eviction (to block 0) applies even
@@ -208,7 +196,6 @@ def test_breaks_name_the_client_causes():
     # r2 reads the 10,000 system prefix where 12,850 was cached: 2,850 tokens re-billed
     assert _breaks(client_stream()) == [(2, "task_turn", "direct", 12_850, 10_000, 2_850)]
     assert _breaks(client_stream(tool="Read", event="resume")) == [(2, "resumed", "direct", 12_850, 10_000, 2_850)]
-    assert _breaks(client_stream(tool="Read", event="clear")) == [(2, "resumed", "direct", 12_850, 10_000, 2_850)]
     # without either, the same break is an inferred first-message rewrite
     assert _breaks(client_stream(tool="Read"))[0][1] == "first_message_rewritten"
     # idle past the TTL comes first
@@ -251,15 +238,19 @@ def test_reader_records_resume_and_version(tmp_path):
 
 def _hook(t, source, event="SessionStart"):
     """The progress record Claude Code writes while a hook runs."""
-    return t.raw({**t.records[-1], "type": "progress", "uuid": f"hook-{len(t.records)}",
+    base = t.records[-1] if t.records else {"sessionId": t.session_id, "version": t.version, "cwd": t.cwd,
+                                            "isSidechain": False, "timestamp": "2026-01-01T09:59:59.000Z"}
+    return t.raw({**base, "type": "progress", "uuid": f"hook-{len(t.records)}",
                   "data": {"type": "hook_progress", "hookEvent": event, "hookName": f"{event}:{source}",
                            "command": "./hook.sh"}})
 
 
 def test_reader_records_session_start_hooks(tmp_path):
     t = Transcript(version="2.1.39")
+    _hook(t, "clear")    # a session that /clear started opens with this hook: no partition, no event
     t.user("first prompt")
     _hook(t, "startup")  # before the first request: the session's start, no event
+    _hook(t, "resume")   # ... even with source resume
     t.assistant("m1", [text("ok")], usage(write=5000))
     _hook(t, "resume")   # the client started again: Claude Code runs SessionStart with source resume
     _hook(t, "resume")   # a second hook of the same event
@@ -269,14 +260,17 @@ def test_reader_records_session_start_hooks(tmp_path):
     _hook(t, "resume", event="Stop")  # another hook event: not a session start
     t.user("third prompt")
     t.assistant("m3", [text("ok")], usage(write=100, read=5100))
-    _hook(t, "clear")
+    _hook(t, "clear")    # /clear (or a plan accepted with "clear context"): a new partition
+    _hook(t, "clear")    # a second hook of the same /clear: still one
     t.user("Implement the following plan")
     t.assistant("m4", [text("ok")], usage(write=100, read=3000))
     t.write_jsonl(tmp_path / "p" / "s.jsonl")
     db = tmp_path / "t.duckdb"
     ingest([tmp_path / "p"], db)
-    assert q(db, "SELECT req_idx, client_event FROM requests ORDER BY req_idx") == \
-        [(0, None), (1, "resume"), (2, None), (3, "clear")]
+    assert q(db, "SELECT req_idx, partition, client_event FROM requests ORDER BY req_idx") == \
+        [(0, 0, None), (1, 0, "resume"), (2, 0, None), (3, 1, None)]
+    # the partition starts after the third answer, with no summary and no token count
+    assert q(db, "SELECT pos, partition, trigger, pre_tokens FROM compactions") == [(6, 1, "clear", None)]
 
 
 def test_reader_ignores_malformed_hook_progress(tmp_path):

@@ -272,10 +272,10 @@ def cache_options(f):
                  "invalidate: a user turn that switches extended thinking on or off (budget-thinking "
                  "models) reads only the system prefix (docs/replay-model.md); ignore: off."),
         _setting("--resume", ["invalidate", "ignore"],
-                 "invalidate: the first request after the log records a resumed session or a cleared "
-                 "conversation (a synthetic \"No response requested.\" answer, or a SessionStart hook with "
-                 "source resume or clear) reads only the system prefix (the client rebuilt its project "
-                 "context; docs/replay-model.md); ignore: off."),
+                 "invalidate: the first request after the log records a resumed session (a synthetic "
+                 "\"No response requested.\" answer, or a SessionStart hook with source resume) reads only "
+                 "the system prefix (the client rebuilt its project context; docs/replay-model.md); "
+                 "ignore: off."),
         _setting("--task-turns", ["invalidate", "ignore"],
                  "invalidate: in Claude Code 2.1.32-2.1.37, a user turn after one that called the task "
                  "tools reads only the system prefix (docs/replay-model.md); ignore: off."),

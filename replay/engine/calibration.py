@@ -123,18 +123,18 @@ def version_tuple(v: str | None) -> tuple[int, ...] | None:
     return tuple(int(x) for x in m.groups()) if m else None
 
 
-# Client events after which the client renders the project context again (a new process, or
-# /clear): Claude Code's prompt-caching page says the project context changes when the session
-# starts or after /clear (docs/replay-model.md, "Resumed sessions").
-RESTART_EVENTS = frozenset({"resume", "clear"})
+# Client events after which the client renders the project context again (a new process):
+# Claude Code's prompt-caching page says the project context changes when the session starts
+# (docs/replay-model.md, "Resumed sessions"). /clear starts a new partition instead.
+RESTART_EVENTS = frozenset({"resume"})
 
 
 def client_rewrites(st: Stream, tool_names: list[str], cfg: CacheConfig) -> list[bool]:
     """Per request: True where the client re-rendered the conversation from its first message
     before it, so the message entries are invalid and the system prefix stays:
 
-    * ``cfg.resume == "invalidate"``: the log records a resume or a cleared conversation
-      before the request (``r_event`` in ``RESTART_EVENTS``);
+    * ``cfg.resume == "invalidate"``: the log records a resume before the request (``r_event``
+      in ``RESTART_EVENTS``);
     * ``cfg.task_turns == "invalidate"``: the request opens a user turn, the previous user
       turn called a task tool (``TASK_TOOLS``), and the log gives a client version within
       ``TASK_TURN_VERSIONS`` for it.

@@ -65,7 +65,7 @@ class Cause:
 
 CAUSES = (
     Cause("model_switch", "direct", "the model differs from the previous request's (caches are per model)"),
-    Cause("compaction", "direct", "a new compaction partition: a summary replaced the conversation"),
+    Cause("compaction", "direct", "a new compaction partition: a summary replaced the conversation, or /clear emptied it"),
     Cause("ttl_5m", "direct", "idle from the end of the previous response to the send time exceeds 5 minutes "
           "and the entry was written with the 5-minute TTL"),
     Cause("ttl_1h", "direct", "the same with the 1-hour TTL"),
@@ -73,9 +73,8 @@ CAUSES = (
           "Sonnet 3.7) whose first response thinks where the previous turn's did not, or the reverse: a change "
           "of thinking parameters invalidates the message cache, the system prefix stays (Anthropic)"),
     Cause("resumed", "direct", "the first request after the log records a resumed session (Claude Code's "
-          "synthetic \"No response requested.\" answer, or a SessionStart hook with source resume) or a "
-          "cleared conversation (a SessionStart hook with source clear): the client rebuilt the project "
-          "context that opens the conversation, the system prefix stays"),
+          "synthetic \"No response requested.\" answer, or a SessionStart hook with source resume): the "
+          "client rebuilt the project context that opens the conversation, the system prefix stays"),
     Cause("task_turn", "direct", "Claude Code 2.1.32 to 2.1.37: a user turn after a turn that called the task "
           "tools (TaskCreate, TaskUpdate) re-renders the conversation from its first message, the system "
           "prefix stays (docs/replay-model.md)"),

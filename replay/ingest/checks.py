@@ -38,7 +38,7 @@ GRAMMARS: dict[str, re.Pattern[str]] = {
 }
 # Vocabularies: the only values kept for enum-like fields.
 VOCABULARIES: dict[str, frozenset[str]] = {
-    "trigger": frozenset({"auto", "manual"}),
+    "trigger": frozenset({"auto", "manual", "clear"}),
 }
 _PATHLIKE = re.compile(
     r"(?:^|/)(?:home|Users|root|tmp|var|etc|mnt|opt|private|Volumes|usr|srv|media|proc|dev)(?:/|$)"

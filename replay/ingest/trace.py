@@ -64,9 +64,7 @@ def mcp_kind(name: str) -> str:
 # "No response requested." answer, not an API error, when it resumes a conversation that
 # ended on a user message, as after ``/exit``; and where the user configured a SessionStart
 # hook, its progress record says "SessionStart:resume").
-# "clear": the conversation was cleared (a SessionStart hook with source "clear" after the
-# stream's first request, as when a plan is accepted with "clear context").
-CLIENT_EVENTS = ("resume", "clear")
+CLIENT_EVENTS = ("resume",)
 
 SESSION_COLUMNS = (
     "session_key", "dataset", "file_key", "agent", "session_id", "agent_version",

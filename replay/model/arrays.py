@@ -233,61 +233,64 @@ def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[s
         by_session[key].append(st)
     shared = shared_system_prefixes(con, dataset) if "client_version" in reqs and not reqs.empty else {}
     if shared:
-        code = {name: i for i, name in enumerate(vocab.models)}
         for sts in by_session.values():
             for st in sts:
-                _assign_shared_prefix(st, shared, code)
+                _assign_shared_prefix(st, shared, vocab.models)
     sessions = [Session(k, a, by_session[k]) for k, a in sess.itertuples(index=False)]
     return Dataset(dataset, sessions, vocab)
 
 
-def shared_system_prefixes(con, dataset: str) -> dict[tuple[str, str], float]:
-    """(model, client version) -> the system prefix that streams of the whole dataset (not only
-    the sessions loaded) show for them: the most frequent cache read of a stream's first request
-    of the model where that read stopped inside the overhead (a warm system prompt and tools,
-    cached by another session), ties to the shorter. Claude Code's tools and system prompt are
-    the same for one client version and model, up to a few tokens of environment (git status,
-    date), and this is where its first breakpoint ends (docs/replay-model.md, "System
-    prefix"). A read that stopped inside the overhead is one shorter than the request's input
-    total less the BPE size of its transcript blocks (an estimate of the overhead that needs no
-    anchoring, so that a subset of sessions sees the same figures as the whole)."""
+def shared_system_prefixes(con, dataset: str) -> dict[tuple[str, str, bool], float]:
+    """(model, client version, main stream?) -> the system prefix that streams of the whole
+    dataset (not only the sessions loaded) show for them: the most frequent cache read of a
+    stream's first request of the model where that read stopped inside the overhead (a warm
+    system prompt and tools, cached by another session), ties to the shorter. Claude Code's
+    tools and system prompt are the same for one client version and model, up to a few tokens
+    of environment (git status, date), and this is where its first breakpoint ends
+    (docs/replay-model.md, "System prefix"); a subagent or sidechain has its own, so main
+    streams and the others are kept apart. A read that stopped inside the overhead is one
+    shorter than the request's input total less the BPE size of its transcript blocks (an
+    estimate of the overhead that needs no anchoring, so that a subset of sessions sees the
+    same figures as the whole)."""
     if not has_column(con, "requests", "client_version"):
         return {}
     rows = con.execute(
         """WITH f AS (
-               SELECT r.session_key, r.stream_id, r.model, r.speed, r.client_version, r.position, r.partition,
-                      r.cache_read, r.input_tokens + r.cache_write_5m + r.cache_write_1h + r.cache_read AS total,
-                      row_number() OVER (PARTITION BY r.session_key, r.stream_id, r.model, r.speed
-                                         ORDER BY r.req_idx) AS rn
+               SELECT r.session_key, r.stream_id, r.model, coalesce(r.speed = 'fast', false) AS fast,
+                      r.client_version, r.position, r.partition, r.cache_read,
+                      r.input_tokens + r.cache_write_5m + r.cache_write_1h + r.cache_read AS total,
+                      row_number() OVER (PARTITION BY r.session_key, r.stream_id, r.model,
+                                         coalesce(r.speed = 'fast', false) ORDER BY r.req_idx) AS rn
                FROM requests r JOIN sessions s USING (session_key)
-               WHERE s.dataset = $ds AND r.has_usage AND r.client_version IS NOT NULL AND r.model IS NOT NULL)
-           SELECT f.model, f.speed, f.client_version, f.cache_read, count(*) AS n
-           FROM f LEFT JOIN blocks b ON b.session_key = f.session_key AND b.stream_id = f.stream_id
+               WHERE s.dataset = $ds AND r.has_usage AND r.model IS NOT NULL)
+           SELECT f.model, f.fast, f.client_version, st.kind = 'main' AS main, f.cache_read
+           FROM f JOIN streams st ON st.session_key = f.session_key AND st.stream_id = f.stream_id
+                  LEFT JOIN blocks b ON b.session_key = f.session_key AND b.stream_id = f.stream_id
                                     AND b.partition = f.partition AND b.pos < f.position
-           WHERE f.rn = 1 AND f.cache_read > 0
-           GROUP BY f.session_key, f.stream_id, f.model, f.speed, f.client_version, f.cache_read, f.total
+           WHERE f.rn = 1 AND f.cache_read > 0 AND f.client_version IS NOT NULL
+           GROUP BY f.session_key, f.stream_id, f.model, f.fast, f.client_version, st.kind, f.cache_read, f.total
            HAVING f.cache_read < f.total - coalesce(sum(b.tokens), 0)""",
         {"ds": dataset}).fetchall()
-    counts: dict[tuple[str, str], dict[int, int]] = {}
-    for model, speed, version, read, _ in rows:
-        c = counts.setdefault((price_key(model, speed), version), {})
+    counts: dict[tuple[str, str, bool], dict[int, int]] = {}
+    for model, fast, version, main, read in rows:
+        c = counts.setdefault((price_key(model, "fast" if fast else None), version, bool(main)), {})
         c[int(read)] = c.get(int(read), 0) + 1
     return {key: float(min(c, key=lambda v: (-c[v], v))) for key, c in counts.items()}
 
 
-def _assign_shared_prefix(st: Stream, shared: dict[tuple[str, str], float], code: dict[str, int]) -> None:
+def _assign_shared_prefix(st: Stream, shared: dict[tuple[str, str, bool], float], models: list[str]) -> None:
     """Give each model whose first request in the stream read nothing the dataset's system
-    prefix for its model and client version, where that is shorter than the stream's overhead."""
-    names = {i: n for n, i in code.items()}
+    prefix for its model, client version and stream kind, where that is shorter than the
+    stream's overhead."""
     seen: set[int] = set()
     for k in range(st.n_requests):
         m = st.r_model[k]
         if m in seen or not st.r_has_usage[k]:
             continue
         seen.add(m)
-        if st.r_read[k] != 0 or not st.r_version:
+        if st.r_read[k] != 0 or not st.r_version or not 0 <= m < len(models):
             continue
-        v = shared.get((names.get(m, ""), st.r_version[k]))
+        v = shared.get((models[m], st.r_version[k], st.kind == "main"))
         if v is not None and v < st.overhead.get(m, 0.0):
             st.shared_system_prefix[m] = v
 

@@ -64,11 +64,10 @@ class CacheConfig:
     resume: "invalidate": the first request after the log records a resumed session (Claude
         Code's synthetic "No response requested." answer, written when it resumes a
         conversation that ended on a user message, as after ``/exit``, or the progress record
-        of a SessionStart hook with source "resume") or a cleared conversation (a SessionStart
-        hook with source "clear") cannot read the message entries; the system-prefix entries
-        stay. A new client process, or /clear, rebuilds the project context that opens the
-        conversation (Claude Code's docs: it changes when the session starts and after /clear).
-        "ignore": no such rule.
+        of a SessionStart hook with source "resume") cannot read the message entries; the
+        system-prefix entries stay. A new client process rebuilds the project context that
+        opens the conversation (Claude Code's docs: it changes when the session starts).
+        "ignore": no such rule. (/clear starts a new partition in the trace.)
     task_turns: "invalidate": in Claude Code 2.1.32 to 2.1.37, the first request of a user turn
         after a turn that called the task tools (TaskCreate, TaskUpdate) cannot read the
         message entries; the system-prefix entries stay (evidence: docs/replay-model.md).

@@ -21,8 +21,9 @@ the same records) and separate ``<session>/subagents/agent-*.jsonl`` files. Quir
 * tool_result content is a string or a list of text/image parts;
 * client events (``requests.client_event``): a resume is the synthetic "No response
   requested." answer or the progress record of a ``SessionStart`` hook with source
-  ``resume``; a ``SessionStart`` hook with source ``clear`` is a cleared conversation
-  (hooks are logged only where the user configured one).
+  ``resume``; a ``SessionStart`` hook with source ``clear`` after the first request starts
+  a new partition without a summary (trigger ``clear``: the conversation was cleared). Hooks
+  are logged only where the user configured one.
 """
 
 from __future__ import annotations
@@ -46,8 +47,10 @@ NON_CONTEXT_TYPES = frozenset(
 )
 CONTEXT_TYPES = frozenset({"user", "assistant", "attachment"})
 SYNTHETIC_MODEL = "<synthetic>"
-# SessionStart hook sources that start a request's client event (``trace.CLIENT_EVENTS``)
-SESSION_START_EVENTS = {"resume": "resume", "clear": "clear"}
+# SessionStart hook sources after a stream's first request: a resume is a client event of the
+# next request (``trace.CLIENT_EVENTS``); /clear starts a new partition (the conversation is gone)
+SESSION_START_RESUME = "resume"
+SESSION_START_CLEAR = "clear"
 
 _FILE_TOOLS_PATH_KEY = {
     "Read": "file_path",
@@ -159,10 +162,11 @@ class _ClaudeReader:
             self._context(line, rec, rtype, self.stream(stream_key, stream_kind, agent_id))
 
     def _session_start(self, rec: dict, stream_key: str) -> None:
-        """A SessionStart hook that runs with source ``resume`` or ``clear`` after the stream's
-        first request: the client started again (a resumed session) or cleared the conversation,
-        so its next request follows that client event. Claude Code logs the hook's progress as
-        ``{"type": "hook_progress", "hookEvent": "SessionStart", "hookName": "SessionStart:<source>"}``
+        """A SessionStart hook that runs after the stream's first request with source ``resume``
+        (the client started again: the next request follows a resume) or ``clear`` (/clear, or a
+        plan accepted with "clear context": the conversation starts again, a new partition without
+        a summary, trigger "clear"). Claude Code logs the hook's progress as ``{"type":
+        "hook_progress", "hookEvent": "SessionStart", "hookName": "SessionStart:<source>"}``
         (sources: startup, resume, clear, compact; a compaction has its own record)."""
         data = rec.get("data")
         if not isinstance(data, dict) or data.get("type") != "hook_progress" or data.get("hookEvent") != "SessionStart":
@@ -170,8 +174,18 @@ class _ClaudeReader:
         name = data.get("hookName")
         source = name.partition(":")[2] if isinstance(name, str) else ""
         st = self.streams.get(stream_key)
-        if source in SESSION_START_EVENTS and st is not None and st.n_req > 0:
-            self.b.client_event(st, SESSION_START_EVENTS[source])
+        if st is None or st.n_req == 0:
+            return
+        if source == SESSION_START_RESUME:
+            self.b.client_event(st, "resume")
+        elif source == SESSION_START_CLEAR and not self._partition_starts_here(st):
+            self.b.compaction(st, parse_ts(rec.get("timestamp")), "clear", None)
+
+    def _partition_starts_here(self, st: Stream) -> bool:
+        """A partition of ``st`` already starts at its current position (a second hook of the
+        same /clear, or a compaction right before it)."""
+        c = self.b.trace.compactions
+        return any(sid == st.sid and pos == st.n_blocks for sid, pos in zip(c["stream_id"][-2:], c["pos"][-2:]))
 
     def _system(self, rec: dict, stream_key: str, stream_kind: str, agent_id: str | None) -> None:
         if rec.get("subtype") != "compact_boundary":
