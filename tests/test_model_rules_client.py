@@ -273,6 +273,29 @@ def test_reader_records_session_start_hooks(tmp_path):
     assert q(db, "SELECT pos, partition, trigger, pre_tokens FROM compactions") == [(6, 1, "clear", None)]
 
 
+def test_files_read_by_an_earlier_revision_are_read_again(tmp_path, monkeypatch):
+    # a database ingested before the hooks were read: the next ingest reads the file again
+    from replay.store import load
+
+    t = Transcript(version="2.1.39")
+    t.user("first prompt")
+    t.assistant("m1", [text("ok")], usage(write=5000))
+    _hook(t, "resume")
+    t.user("second prompt")
+    t.assistant("m2", [text("ok")], usage(write=100, read=5000))
+    t.write_jsonl(tmp_path / "p" / "s.jsonl")
+    db = tmp_path / "t.duckdb"
+    monkeypatch.setattr(load, "TRACE_REVISION", 1)
+    first = ingest([tmp_path / "p"], db)
+    assert first.ingested == 1
+    monkeypatch.setattr(load, "TRACE_REVISION", 2)
+    again = ingest([tmp_path / "p"], db)
+    assert (again.new_versions, again.unchanged) == (1, 0)
+    assert q(db, "SELECT max(version) FROM source_files") == [(2,)]
+    assert q(db, "SELECT count(*) FROM sessions") == [(1,)]
+    assert ingest([tmp_path / "p"], db).unchanged == 1  # the same revision: unchanged
+
+
 def test_reader_ignores_malformed_hook_progress(tmp_path):
     t = Transcript(version="2.1.39")
     t.user("first prompt")

@@ -290,8 +290,8 @@ def has_column(con, table: str, column: str) -> bool:
 
 def sessions_without_client_info(con, dataset: str) -> int:
     """Claude Code sessions of ``dataset`` none of whose requests records a client version:
-    ingested before schema 7, so the resume and task-turn rules cannot apply to them (a file
-    whose content is unchanged is not read again: re-ingest into a new database)."""
+    ingested before schema 7, so the resume and task-turn rules cannot apply to them (ingesting
+    the same logs again reads them again: the stored hash covers the trace revision)."""
     has = "bool_or(r.client_version IS NOT NULL)" if has_column(con, "requests", "client_version") else "false"
     return con.execute(
         f"""SELECT count(*) FROM (SELECT s.session_key, {has} AS known FROM sessions s
