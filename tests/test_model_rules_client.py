@@ -275,7 +275,7 @@ def test_reader_records_session_start_hooks(tmp_path):
 
 def test_files_read_by_an_earlier_revision_are_read_again(tmp_path, monkeypatch):
     # a database ingested before the hooks were read: the next ingest reads the file again
-    from replay.store import load
+    from replay.ingest import trace
 
     t = Transcript(version="2.1.39")
     t.user("first prompt")
@@ -285,10 +285,10 @@ def test_files_read_by_an_earlier_revision_are_read_again(tmp_path, monkeypatch)
     t.assistant("m2", [text("ok")], usage(write=100, read=5000))
     t.write_jsonl(tmp_path / "p" / "s.jsonl")
     db = tmp_path / "t.duckdb"
-    monkeypatch.setattr(load, "TRACE_REVISION", 1)
+    monkeypatch.setattr(trace, "TRACE_REVISION", 1)
     first = ingest([tmp_path / "p"], db)
     assert first.ingested == 1
-    monkeypatch.setattr(load, "TRACE_REVISION", 2)
+    monkeypatch.setattr(trace, "TRACE_REVISION", 2)
     again = ingest([tmp_path / "p"], db)
     assert (again.new_versions, again.unchanged) == (1, 0)
     assert q(db, "SELECT max(version) FROM source_files") == [(2,)]

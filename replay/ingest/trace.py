@@ -66,6 +66,11 @@ def mcp_kind(name: str) -> str:
 # hook, its progress record says "SessionStart:resume").
 CLIENT_EVENTS = ("resume",)
 
+# What the readers make of a log file. The stored file hash covers it (`store.load.hash_unit`),
+# so the next ingest reads again a file an earlier revision read. Bump it when the trace of the
+# same bytes changes. 2: Claude Code SessionStart hooks (resumes; /clear starts a partition).
+TRACE_REVISION = 2
+
 SESSION_COLUMNS = (
     "session_key", "dataset", "file_key", "agent", "session_id", "agent_version",
     "started_at", "ended_at", "n_streams", "n_requests", "n_blocks", "n_compactions",

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from replay import store
 from replay.store.db import check_trace
+from replay.ingest import trace as trace_format
 from replay.ingest.keys import Keyring, load_or_create_master_key
 from replay.ingest.readers import claude_code, codex, copilot, gemini, gemini_chat
 from replay.ingest.readers.base import FileError, ReadReport, Records
@@ -253,22 +254,14 @@ _TRACE_FILE = os.environ.get("CTXREPLAY_INGEST_TRACE")
 _BATCH = int(os.environ.get("CTXREPLAY_INGEST_BATCH_BLOCKS", "0") or 0)
 
 
-# The revision of what the readers make of a file. The stored content hash covers it, so a
-# file read by an earlier revision counts as changed and the next ingest reads it again (as a
-# new version). Bump it when a reader's trace of the same bytes changes.
-# 2: Claude Code SessionStart hooks (a resume is a client event; /clear starts a partition).
-TRACE_REVISION = 2
-
 
 def hash_unit(unit: Unit, keys: Keyring) -> tuple[str, int, dict[Path, int]]:
-    """(keyed content hash, size, bytes per file) of a unit's files, read in chunks.
-
-    The bytes hashed are the trace revision (``TRACE_REVISION``), the main file, then each
-    subagent file (sorted) after ``\\0sub\\0``.
-    """
+    """(keyed content hash, size, bytes per file) of a unit's files, read in chunks: the trace
+    revision (``trace.TRACE_REVISION``; revision 1 hashed the bytes alone), the main file, then
+    each subagent file (sorted) after ``\\0sub\\0``."""
     h = keys.hasher()
-    if TRACE_REVISION > 1:  # revision 1 (before this constant) hashed the bytes alone
-        h.update(b"ctxreplay-trace-revision\0%d\0" % TRACE_REVISION)
+    if trace_format.TRACE_REVISION > 1:
+        h.update(b"ctxreplay-trace-revision\0%d\0" % trace_format.TRACE_REVISION)
     sizes: dict[Path, int] = {}
     total = 0
     for i, path in enumerate([unit.main, *sorted(unit.subagents)]):
