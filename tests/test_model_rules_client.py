@@ -204,7 +204,8 @@ def test_breaks_name_the_client_causes():
 
 def test_runs_stored_before_the_rules_read_as_replayed():
     filled = stored_settings({"ttl": "log"})
-    assert (filled["resume"], filled["task_turns"], filled["unknown_times"]) == ("ignore", "ignore", "model")
+    assert (filled["resume"], filled["task_turns"], filled["unknown_times"], filled["skill_turns"]) == \
+        ("ignore", "ignore", "model", "ignore")
     CacheConfig(**filled)  # a valid configuration
 
 
@@ -337,3 +338,107 @@ def test_old_database_says_to_reingest(tmp_path):
     r = CliRunner().invoke(main, ["breaks", "--db", str(db)])
     assert r.exit_code == 0, r.output
     assert "1 Claude Code session(s)" in r.stderr and "re-ingest" in r.stderr
+
+
+# --- skill turns -------------------------------------------------------------------------------
+
+def skill_stream(slash=False, version="2.1.37"):
+    """10,000 overhead, Opus 4.6 (no thinking switch). Turn 1: the user's 500, answered by a
+    Skill call (50) whose result is 2,000, then the skill's content (a meta user message of
+    1,000) before r1, which answers in text (300). Turn 2: the user's 200 (r2), answered in
+    text (50). With ``slash``, turn 1 is plain and turn 2's prompt loads a skill by slash
+    command (its content, 1,000, before r2); turn 3: the user's 100 (r3)."""
+    b = TraceBuilder(overhead=10_000, models=(OPUS_46,))
+    b.block(500, "user_text", turn=1)
+    b.request(ts=0, read=0, w5=10_500, has_usage=True, version=version)
+    b.tool_call("Skill", 2000)
+    if not slash:
+        b.block(1000, "user_text")                            # the skill's content (meta)
+    b.request(ts=MIN, read=10_500, w5=3_050 if not slash else 2_050, has_usage=True, version=version,
+              event=None if slash else "skill")
+    b.block(300, "assistant_text")
+    b.block(200, "user_text", turn=2)
+    if slash:
+        b.block(1000, "user_text")
+    b.request(ts=2 * MIN, read=10_000, w5=4_050, has_usage=True, version=version, event="skill" if slash else None)
+    b.block(50, "assistant_text")
+    if slash:
+        b.block(100, "user_text", turn=3)
+        b.request(ts=3 * MIN, read=10_000, w5=5_000, has_usage=True, version=version)
+        b.block(50, "assistant_text")
+    return b
+
+
+def test_the_turn_after_a_skill_load_is_flagged():
+    from replay.engine.calibration import rewrite_causes
+
+    b = skill_stream()
+    assert rewrite_causes(b.stream(), b.vocab.tool_names, CacheConfig()) == [None, None, "skill_turn"]
+    assert rewrites(b, skill_turns="ignore") == [False, False, False]
+
+
+def test_a_slash_command_skill_flags_its_own_turn_and_the_next():
+    b = skill_stream(slash=True)
+    # r1 is a tool-loop request of turn 1 (the Skill call loads nothing here); r2 opens the
+    # slash-command turn, r3 the turn after it
+    assert rewrites(b) == [False, False, True, True]
+    assert rewrites(b, skill_turns="ignore") == [False, False, False, False]
+
+
+def test_engine_skill_turn_model_only():
+    # r0: 10,500 in, writes 10,500. r1: 10,500 + 50 + 2,000 + 1,000 = 13,550 in: reads 10,500,
+    # writes 3,050. The turn-end write caches 13,550 + 300 = 13,850 at r1's end. r2 opens the
+    # turn after the skill load: the message entries are dropped, it reads the 10,000 system
+    # prefix and writes 14,050 - 10,000 = 4,050 (without the rule: reads 13,850, writes 200).
+    d = run(skill_stream(), observed_evictions="none")
+    assert d["cache_read"] == [0, 10_500, 10_000] and d["cache_write_5m"] == [10_500, 3_050, 4_050]
+    d = run(skill_stream(), observed_evictions="none", skill_turns="ignore")
+    assert d["cache_read"] == [0, 10_500, 13_850] and d["cache_write_5m"] == [10_500, 3_050, 200]
+
+
+def test_breaks_name_the_skill_turn():
+    # r2 reads the 10,000 system prefix where 13,850 was cached
+    assert _breaks(skill_stream()) == [(2, "skill_turn", "direct", 13_850, 10_000, 3_850)]
+
+
+def _skill_message(t, text_form="list"):
+    text = "Base directory for this skill: /home/alice/.claude/skills/review\n\n# Review\n\nSteps..."
+    content = text if text_form == "str" else [{"type": "text", "text": text}]
+    return t.raw({**t.records[-1], "type": "user", "uuid": f"skill-{len(t.records)}", "isMeta": True,
+                  "message": {"role": "user", "content": content}})
+
+
+def test_reader_records_skill_loads(tmp_path):
+    t = Transcript(version="2.1.37")
+    t.user("first prompt")
+    t.assistant("m1", [tool_use("tu1", "Skill", skill="review")], usage(write=5000))
+    t.tool_result("tu1", "Launching skill: review")
+    _skill_message(t)                       # the Skill tool's load: the next request follows it
+    t.assistant("m2", [text("reviewed")], usage(write=100, read=5000))
+    t.user("<command-message>review</command-message>\n<command-name>/review</command-name>")
+    _skill_message(t, "str")                # a slash command's load: the turn's first request
+    t.assistant("m3", [text("ok")], usage(write=100, read=5100))
+    # a meta message with other text, and a prompt the user typed with the phrase: no load
+    t.raw({**t.records[-1], "type": "user", "uuid": "meta-other", "isMeta": True,
+           "message": {"role": "user", "content": "Caveat: local command output follows"}})
+    t.user("Base directory for this skill: is what the docs call it?")
+    t.assistant("m4", [text("yes")], usage(write=100, read=5200))
+    t.write_jsonl(tmp_path / "p" / "s.jsonl")
+    db = tmp_path / "t.duckdb"
+    ingest([tmp_path / "p"], db)
+    assert q(db, "SELECT req_idx, user_turn, client_event FROM requests ORDER BY req_idx") == \
+        [(0, 1, None), (1, 1, "skill"), (2, 2, "skill"), (3, 3, None)]
+
+
+def test_a_pending_resume_wins_over_a_skill_load(tmp_path):
+    t = Transcript(version="2.1.37")
+    t.user("first prompt")
+    t.assistant("m1", [text("ok")], usage(write=5000))
+    _hook(t, "resume")
+    t.user("<command-name>/review</command-name>")
+    _skill_message(t)
+    t.assistant("m2", [text("ok")], usage(write=100, read=5000))
+    t.write_jsonl(tmp_path / "p" / "s.jsonl")
+    db = tmp_path / "t.duckdb"
+    ingest([tmp_path / "p"], db)
+    assert q(db, "SELECT req_idx, client_event FROM requests ORDER BY req_idx") == [(0, None), (1, "resume")]

@@ -39,9 +39,11 @@ def breaks(db, dataset, session, limit, prices_file, price_date, as_json):
     model rates), the block position p where the read stops and the kind of block there, and
     the cause: model_switch, compaction, ttl_5m / ttl_1h (idle from the end of the previous
     response beyond the TTL), thinking_switch, resumed (the log records a resumed session),
-    task_turn (Claude Code 2.1.32-2.1.37, after a turn with the task tools), content_removed,
-    system_changed, first_message_rewritten, history_rewritten (at p) or unexplained. Causes marked "(inferred)" rest on where the read
-    stopped, not on anything the log shows changing. Rules: docs/replay-model.md, "Cache breaks".
+    task_turn (Claude Code 2.1.32-2.1.37, after a turn with the task tools), skill_turn (a
+    turn that loads a skill by slash command, or the turn after one that loaded a skill),
+    content_removed, system_changed, first_message_rewritten, history_rewritten (at p) or
+    unexplained. Causes marked "(inferred)" rest on where the read stopped, not on anything the
+    log shows changing. Rules: docs/replay-model.md, "Cache breaks".
     Models with automatic caching (OpenAI, Gemini) are not classified.
     """
     from replay.experiments.breaks import breaks as find

@@ -279,6 +279,9 @@ def cache_options(f):
         _setting("--task-turns", ["invalidate", "ignore"],
                  "invalidate: in Claude Code 2.1.32-2.1.37, a user turn after one that called the task "
                  "tools reads only the system prefix (docs/replay-model.md); ignore: off."),
+        _setting("--skill-turns", ["invalidate", "ignore"],
+                 "invalidate: a user turn that loads a skill by slash command, and the turn after one "
+                 "that loaded a skill, read only the system prefix (docs/replay-model.md); ignore: off."),
         _setting("--unknown-times", ["log", "model"],
                  "log: where the log gives a request no time of its own (its stamp is shared with other "
                  "requests: rewritten), the recorded read decides in every variant; model: judged as if no "

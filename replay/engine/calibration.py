@@ -127,32 +127,47 @@ def version_tuple(v: str | None) -> tuple[int, ...] | None:
 # Claude Code's prompt-caching page says the project context changes when the session starts
 # (docs/replay-model.md, "Resumed sessions"). /clear starts a new partition instead.
 RESTART_EVENTS = frozenset({"resume"})
+SKILL_EVENT = "skill"  # a skill was loaded before the request (docs/replay-model.md, "Skill turns")
 
 
 def client_rewrites(st: Stream, tool_names: list[str], cfg: CacheConfig) -> list[bool]:
     """Per request: True where the client re-rendered the conversation from its first message
-    before it, so the message entries are invalid and the system prefix stays:
+    before it, so the message entries are invalid and the system prefix stays
+    (:func:`rewrite_causes` names the rule)."""
+    return [c is not None for c in rewrite_causes(st, tool_names, cfg)]
 
-    * ``cfg.resume == "invalidate"``: the log records a resume before the request (``r_event``
-      in ``RESTART_EVENTS``);
-    * ``cfg.task_turns == "invalidate"``: the request opens a user turn, the previous user
-      turn called a task tool (``TASK_TOOLS``), and the log gives a client version within
-      ``TASK_TURN_VERSIONS`` for it.
+
+def rewrite_causes(st: Stream, tool_names: list[str], cfg: CacheConfig) -> list[str | None]:
+    """Per request, the client rule under which the client re-rendered the conversation from
+    its first message before it (the first that applies), or None:
+
+    * "resumed", ``cfg.resume == "invalidate"``: the log records a resume before the request
+      (``r_event`` in ``RESTART_EVENTS``);
+    * "task_turn", ``cfg.task_turns == "invalidate"``: the request opens a user turn, the
+      previous user turn called a task tool (``TASK_TOOLS``), and the log gives a client
+      version within ``TASK_TURN_VERSIONS`` for it;
+    * "skill_turn", ``cfg.skill_turns == "invalidate"``: the request opens a user prompt's turn,
+      and a skill was loaded in the previous request's turn or with this prompt (``r_event ==
+      "skill"``).
 
     A request with another model or partition than the one before is a break of its own."""
     n = st.n_requests
-    if cfg.breakpoints == "none" or (cfg.resume == "ignore" and cfg.task_turns == "ignore") or n == 0:
-        return [False] * n
+    if cfg.breakpoints == "none" or n == 0 or (
+            cfg.resume == "ignore" and cfg.task_turns == "ignore" and cfg.skill_turns == "ignore"):
+        return [None] * n
     codes = frozenset(i for i, name in enumerate(tool_names) if name in TASK_TOOLS)
-    key = (cfg.resume, cfg.task_turns, codes)
+    key = (cfg.resume, cfg.task_turns, cfg.skill_turns, codes)
     memo = st.__dict__.get("_client_rewrites_memo")
     if memo is not None and memo[0] == key:
         return memo[1]
-    out = [False] * n
+    out: list[str | None] = [None] * n
     events = st.r_event or [None] * n
-    if cfg.resume == "invalidate":
+    if cfg.skill_turns == "invalidate" and SKILL_EVENT in events:
+        ut = st.r_user_turn
+        skill_turns = {ut[k] for k in range(n) if events[k] == SKILL_EVENT}
         for k in range(1, n):
-            out[k] = events[k] in RESTART_EVENTS
+            if ut[k] != ut[k - 1] and (ut[k - 1] in skill_turns or events[k] == SKILL_EVENT):
+                out[k] = "skill_turn"
     if cfg.task_turns == "invalidate" and st.r_version:
         lo, hi = TASK_TURN_VERSIONS
         bk, tool, r_pos = st.bkind, st.tool, st.r_pos
@@ -164,13 +179,17 @@ def client_rewrites(st: Stream, tool_names: list[str], cfg: CacheConfig) -> list
                 prev_used, used = used, False
                 v = version_tuple(st.r_version[k])
                 if prev_used and k and v is not None and lo <= v <= hi:
-                    out[k] = True
+                    out[k] = "task_turn"
             end = r_pos[k + 1] if k + 1 < n else st.n_blocks
             if codes and any(tool[b] in codes for b in range(r_pos[k], end) if bk[b] == K_TOOL_USE):
                 used = True
+    if cfg.resume == "invalidate":
+        for k in range(1, n):
+            if events[k] in RESTART_EVENTS:
+                out[k] = "resumed"
     for k in range(1, n):
         if out[k] and (st.r_model[k] != st.r_model[k - 1] or st.r_partition[k] != st.r_partition[k - 1]):
-            out[k] = False
+            out[k] = None
     st.__dict__["_client_rewrites_memo"] = (key, out)
     return out
 

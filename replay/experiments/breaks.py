@@ -30,9 +30,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from replay.engine.calibration import (
-    RESTART_EVENTS,
     base_prefix,
-    client_rewrites,
+    rewrite_causes,
     observed_write_position,
     send_times,
     thinking_switches,
@@ -77,6 +76,9 @@ CAUSES = (
           "client rebuilt the project context that opens the conversation, the system prefix stays"),
     Cause("task_turn", "direct", "Claude Code 2.1.32 to 2.1.37: a user turn after a turn that called the task "
           "tools (TaskCreate, TaskUpdate) re-renders the conversation from its first message, the system "
+          "prefix stays (docs/replay-model.md)"),
+    Cause("skill_turn", "direct", "Claude Code: a user turn that loads a skill by slash command, or the turn "
+          "after one that loaded a skill, re-renders the conversation from its first message, the system "
           "prefix stays (docs/replay-model.md)"),
     Cause("system_changed", "inferred", "within the TTL, the read is 0 or shorter than every earlier read of the "
           "system prefix in the stream: the system prompt or tool definitions presumably changed"),
@@ -193,8 +195,7 @@ def classify_stream(st: Stream, models: list[str], prices: PriceTable, tool_name
     rows: list[dict[str, Any]] = []
     ttls = stream_ttls(st, CacheConfig())
     switches = thinking_switches(st, models, CacheConfig())
-    rewrites = client_rewrites(st, list(tool_names), CacheConfig())
-    events = st.r_event or [None] * st.n_requests
+    rewrites = rewrite_causes(st, list(tool_names), CacheConfig())
     seen = skipped = 0
     prev = None
     sys_level: dict[int, float] = {}  # per model: the shortest system-prefix read so far in this stream
@@ -215,8 +216,7 @@ def classify_stream(st: Stream, models: list[str], prices: PriceTable, tool_name
         j, prev = prev, k
         if j is None:
             continue
-        rule = None if not rewrites[k] else "resumed" if events[k] in RESTART_EVENTS else "task_turn"
-        row = _classify(st, j, k, models, prices, ttls[j], sys_ref, switches[k], rule)
+        row = _classify(st, j, k, models, prices, ttls[j], sys_ref, switches[k], rewrites[k])
         if row is not None:
             rows.append(row)
     return rows, seen, skipped

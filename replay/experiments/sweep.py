@@ -10,7 +10,7 @@ A sweep spec is TOML:
     capacity = [1, 2, 3, 5, 8, 13, 0]
     [cache]                       # cost-model settings, also combined: ttl, breakpoints,
     ttl = ["log", "1h"]           # observed_evictions, lookback_blocks, min_cacheable, warm_start,
-                                  # turn_end_write, thinking_switch, resume, task_turns,
+                                  # turn_end_write, thinking_switch, resume, task_turns, skill_turns,
                                   # unknown_times, system_prefix, clock, price_date
     [random]                      # optional: random samples on top of the grid
     samples = 10
@@ -55,8 +55,8 @@ from replay.experiments.runs import insert_columns, slice_session_keys, start_ru
 
 SPEC_KEYS = ("name", "policy", "dataset", "params", "grid", "cache", "random", "prices")
 CACHE_KEYS = ("ttl", "breakpoints", "observed_evictions", "lookback_blocks", "min_cacheable", "warm_start",
-              "turn_end_write", "thinking_switch", "resume", "task_turns", "unknown_times", "system_prefix",
-              "clock", "price_date")
+              "turn_end_write", "thinking_switch", "resume", "task_turns", "skill_turns", "unknown_times",
+              "system_prefix", "clock", "price_date")
 EXECUTORS = ("local", "dask")
 
 

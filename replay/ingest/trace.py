@@ -64,12 +64,16 @@ def mcp_kind(name: str) -> str:
 # "No response requested." answer, not an API error, when it resumes a conversation that
 # ended on a user message, as after ``/exit``; and where the user configured a SessionStart
 # hook, its progress record says "SessionStart:resume").
-CLIENT_EVENTS = ("resume",)
+# "skill": a skill was loaded before the request (Claude Code adds the skill's content as a
+# meta user message that opens "Base directory for this skill:", whether the user invoked it by
+# slash command or the model by the Skill tool).
+CLIENT_EVENTS = ("resume", "skill")
 
 # What the readers make of a log file. The stored file hash covers it (`store.load.hash_unit`),
 # so the next ingest reads again a file an earlier revision read. Bump it when the trace of the
 # same bytes changes. 2: Claude Code SessionStart hooks (resumes; /clear starts a partition).
-TRACE_REVISION = 2
+# 3: Claude Code skill loads (client event "skill").
+TRACE_REVISION = 3
 
 SESSION_COLUMNS = (
     "session_key", "dataset", "file_key", "agent", "session_id", "agent_version",

@@ -72,6 +72,10 @@ class CacheConfig:
         after a turn that called the task tools (TaskCreate, TaskUpdate) cannot read the
         message entries; the system-prefix entries stay (evidence: docs/replay-model.md).
         "ignore": no such rule.
+    skill_turns: "invalidate": in Claude Code, the first request of a user turn that loads a
+        skill by slash command, and of the turn after one that loaded a skill (by slash command
+        or the Skill tool), cannot read the message entries; the system-prefix entries stay
+        (evidence: docs/replay-model.md). "ignore": no such rule.
     unknown_times: "log": at a request whose time the log does not give (its stamp is shared
         with another request of the stream: the client rewrote the stamps, as Claude Code
         1.0.x did on a copied conversation) the model cannot judge idle gaps and TTLs, so the
@@ -99,6 +103,7 @@ class CacheConfig:
     thinking_switch: str = "invalidate"
     resume: str = "invalidate"
     task_turns: str = "invalidate"
+    skill_turns: str = "invalidate"
     unknown_times: str = "log"
     system_prefix: str = "dataset"
     clock: str = "send"
@@ -107,7 +112,8 @@ class CacheConfig:
         for name, allowed in (("ttl", TTLS), ("breakpoints", BREAKPOINTS), ("warm_start", WARM_STARTS),
                               ("observed_evictions", ("log", "none")), ("turn_end_write", ("always", "none")),
                               ("thinking_switch", ("invalidate", "ignore")), ("resume", ("invalidate", "ignore")),
-                              ("task_turns", ("invalidate", "ignore")), ("unknown_times", ("log", "model")),
+                              ("task_turns", ("invalidate", "ignore")), ("skill_turns", ("invalidate", "ignore")),
+                              ("unknown_times", ("log", "model")),
                               ("system_prefix", ("dataset", "log", "overhead")),
                               ("clock", ("send", "response"))):
             if getattr(self, name) not in allowed:
@@ -122,7 +128,8 @@ class CacheConfig:
 # What a run stored before a setting existed was replayed with: the behaviour from before its
 # rule (runs store their full configuration, so a missing key means an older ctxreplay).
 LEGACY_SETTINGS = {"turn_end_write": "none", "thinking_switch": "ignore", "system_prefix": "overhead",
-                   "clock": "response", "resume": "ignore", "task_turns": "ignore", "unknown_times": "model"}
+                   "clock": "response", "resume": "ignore", "task_turns": "ignore", "unknown_times": "model",
+                   "skill_turns": "ignore"}
 
 
 def stored_settings(cfg: dict) -> dict:

@@ -51,6 +51,8 @@ SYNTHETIC_MODEL = "<synthetic>"
 # next request (``trace.CLIENT_EVENTS``); /clear starts a new partition (the conversation is gone)
 SESSION_START_RESUME = "resume"
 SESSION_START_CLEAR = "clear"
+# how Claude Code opens the meta user message that holds a loaded skill's content
+SKILL_LOAD = "Base directory for this skill:"
 
 _FILE_TOOLS_PATH_KEY = {
     "Read": "file_path",
@@ -160,6 +162,12 @@ class _ClaudeReader:
             self.b.report.skip("unknown_type", self.b.path, line, f"record type {rtype!r}")
         else:
             self._context(line, rec, rtype, self.stream(stream_key, stream_kind, agent_id))
+
+    def _skill_loaded(self, st: Stream) -> None:
+        """A skill's content was added (a meta user message): the next request follows a skill
+        load, unless a resume is already pending for it (the stronger event)."""
+        if st.event is None:
+            self.b.client_event(st, "skill")
 
     def _session_start(self, rec: dict, stream_key: str) -> None:
         """A SessionStart hook that runs after the stream's first request with source ``resume``
@@ -285,10 +293,15 @@ class _ClaudeReader:
         if isinstance(content, str):
             if not rec.get("isMeta"):
                 st.user_turn += 1
+            elif content.startswith(SKILL_LOAD):
+                self._skill_loaded(st)
             self.b.add_block(st, ts, "user", "user_text", content)
             return
         if not isinstance(content, list):
             return
+        if rec.get("isMeta") and any(isinstance(p, dict) and p.get("type") == "text"
+                                     and str(p.get("text", "")).startswith(SKILL_LOAD) for p in content):
+            self._skill_loaded(st)
         is_prompt = not rec.get("isMeta") and not any(
             isinstance(p, dict) and p.get("type") == "tool_result" for p in content
         )
