@@ -165,9 +165,9 @@ def test_fidelity_both_variants(corpus):
 def test_fidelity_entire_cli(tmp_path):
     """The 146 entire-cli logs (143 sessions with usage). Calibrated: every acceptance target.
     Model only: within 2% on cost (the acceptance target), and the values measured on 2026-11-25
-    as regression floors, after the SessionStart-hook events and the dataset's system prefix
-    (106/143, reads +0.15%, writes -3.60%, cost -1.54%, 98.51%; before them 98/143, writes
-    -6.72%, cost -2.84%, 98.33%)."""
+    as regression floors, after the SessionStart-hook events, the dataset's system prefix and
+    the skill turns (107/143, reads +0.06%, writes -1.54%, cost -0.63%, 98.53%; before them
+    98/143, writes -6.72%, cost -2.84%, 98.33%)."""
     from replay import store
     from replay.engine import ReplayOptions
     from replay.experiments.validate import validate
@@ -183,6 +183,6 @@ def test_fidelity_entire_cli(tmp_path):
     assert abs(e["cache_read"]) <= 0.005 and abs(e["cache_write"]) <= 0.02 and abs(e["cost"]) <= 0.005
     assert cal["request_match"] >= 0.995
     m = mo["rel_error"]
-    assert mo["sessions_within_targets"] >= 105
-    assert abs(m["cache_read"]) <= 0.005 and abs(m["cache_write"]) <= 0.045 and abs(m["cost"]) <= 0.02
+    assert mo["sessions_within_targets"] >= 106
+    assert abs(m["cache_read"]) <= 0.005 and abs(m["cache_write"]) <= 0.025 and abs(m["cost"]) <= 0.01
     assert mo["request_match"] >= 0.985
