@@ -63,6 +63,12 @@ def build_fixture(root: Path) -> Path:
     t.tool_result("tu5", "src/parser.py:1:def parse():\n")
     t.tool_result("tu6", [{"type": "text", "text": "3 passed in 0.12s"},
                           {"type": "text", "text": "password = 'hunter2Xy!' # from ~/.netrc"}])
+    # a loaded skill's content: its opening stays as written (the readers' "skill" event), the
+    # path of alice's skill folder does not
+    t.raw({**t.records[-1], "type": "user", "uuid": "00000000-0000-4000-8000-00000000a003", "isMeta": True,
+           "message": {"role": "user", "content": [{"type": "text", "text": (
+               "Base directory for this skill: /home/alice/.claude/skills/alice-review\n\n# Review\n\n"
+               "Check ALICE_PRIVATE_NOTE first.")}]}})
     t.user("please look at the parser SECRETPROMPT_alpha")  # same text as the first prompt
     t.assistant("msg_b2", [tool_use("tu7", "Read", file_path="/home/alice/proj/src/parser.py")],
                 usage(write=40, read=5300, w1h=40), final_output=12)
@@ -151,7 +157,8 @@ def assert_same_structure(raw, anon):
             assert re.fullmatch(r"tool_[0-9a-f]{10}", y or "") and TOOL_NAME_RX.match(y), (x, y)
             assert pseudo.setdefault(x, y) == y, (x, y)
     for col in ("stream_id", "req_idx", "position", "partition", "user_turn", "ts", "model", "input_tokens",
-                "cache_write_5m", "cache_write_1h", "cache_read", "output_tokens", "has_usage", "ttl_split_known"):
+                "cache_write_5m", "cache_write_1h", "cache_read", "output_tokens", "has_usage", "ttl_split_known",
+                "client_version", "client_event"):
         assert raw.requests[col] == anon.requests[col], col
     assert raw.streams["kind"] == anon.streams["kind"]
     assert raw.streams["n_blocks"] == anon.streams["n_blocks"]
@@ -183,6 +190,8 @@ def test_fixture_roundtrip_paths_as_pseudonyms(tmp_path):
 
     pairs = paired_traces(src, dst, s, keys, keys)
     assert len(pairs) == 2
+    # the skill load survives (assert_same_structure compares client events)
+    assert "skill" in [e for raw, _ in pairs for e in raw.requests["client_event"]]
     path_tools = path_tool_blocks(src)
     for raw, anon in pairs:
         assert_same_structure(raw, anon)

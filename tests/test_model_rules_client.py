@@ -347,7 +347,7 @@ def skill_stream(slash=False, version="2.1.37"):
     Skill call (50) whose result is 2,000, then the skill's content (a meta user message of
     1,000) before r1, which answers in text (300). Turn 2: the user's 200 (r2), answered in
     text (50). With ``slash``, turn 1 is plain and turn 2's prompt loads a skill by slash
-    command (its content, 1,000, before r2); turn 3: the user's 100 (r3)."""
+    command (its content, 1,000, before r2); turns 3 and 4: the user's 100 (r3, r4)."""
     b = TraceBuilder(overhead=10_000, models=(OPUS_46,))
     b.block(500, "user_text", turn=1)
     b.request(ts=0, read=0, w5=10_500, has_usage=True, version=version)
@@ -366,6 +366,9 @@ def skill_stream(slash=False, version="2.1.37"):
         b.block(100, "user_text", turn=3)
         b.request(ts=3 * MIN, read=10_000, w5=5_000, has_usage=True, version=version)
         b.block(50, "assistant_text")
+        b.block(100, "user_text", turn=4)                     # turn 4: no skill in turn 3
+        b.request(ts=4 * MIN, read=15_000, w5=100, has_usage=True, version=version)
+        b.block(50, "assistant_text")
     return b
 
 
@@ -380,9 +383,25 @@ def test_the_turn_after_a_skill_load_is_flagged():
 def test_a_slash_command_skill_flags_its_own_turn_and_the_next():
     b = skill_stream(slash=True)
     # r1 is a tool-loop request of turn 1 (the Skill call loads nothing here); r2 opens the
-    # slash-command turn, r3 the turn after it
-    assert rewrites(b) == [False, False, True, True]
-    assert rewrites(b, skill_turns="ignore") == [False, False, False, False]
+    # slash-command turn, r3 the turn after it; r4's previous turn loaded nothing
+    assert rewrites(b) == [False, False, True, True, False]
+    assert rewrites(b, skill_turns="ignore") == [False] * 5
+
+
+def test_a_resume_names_a_turn_that_follows_a_skill_turn():
+    from replay.engine.calibration import rewrite_causes
+
+    b = skill_stream()
+    b.requests[2]["r_event"] = "resume"
+    assert rewrite_causes(b.stream(), b.vocab.tool_names, CacheConfig()) == [None, None, "resumed"]
+    assert rewrite_causes(b.stream(), b.vocab.tool_names, CacheConfig(resume="ignore")) == [None, None, "skill_turn"]
+
+
+def test_a_skill_turn_with_another_model_is_a_model_switch():
+    b = skill_stream()
+    b.models.append("claude-sonnet-4-6")
+    b.requests[2]["r_model"] = 1
+    assert rewrites(b) == [False, False, False]
 
 
 def test_engine_skill_turn_model_only():

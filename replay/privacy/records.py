@@ -25,7 +25,8 @@ from replay.privacy.schema import (
     TOOL_NAME_RX, TOOL_PATH_KEYS, USAGE_STRING_KEYS, enum_ok,
 )
 from replay.privacy.scrub import find
-from replay.privacy.texts import Block, TextResolver
+from replay.ingest.readers.claude_code import SKILL_LOAD
+from replay.privacy.texts import Block, Joined, TextResolver
 from replay.privacy.vocabulary import deny_pattern
 
 if TYPE_CHECKING:
@@ -268,14 +269,27 @@ class Anonymizer:
 
     def content(self, content: Any, cwd: str | None, role: str, rec: dict | None) -> Any:
         compact = bool(rec and rec.get("isCompactSummary"))
+        meta = bool(rec and rec.get("isMeta"))
         if isinstance(content, str):
-            return self.texts.text(content)
+            return self.skill_text(content) if meta and content.startswith(SKILL_LOAD) else self.texts.text(content)
         if not isinstance(content, list):
             return self.value("content", content, cwd)
-        out = [self.part(p, cwd) for p in content]
+        out = [self.skill_part(p) if meta and _is_skill_part(p) else self.part(p, cwd) for p in content]
         if compact:  # a compact summary is one block made of all its parts
             self.add_block(_tool_result_text(content), out, _tool_result_text)
         return out
+
+    def skill_text(self, v: str) -> Joined:
+        """A loaded skill's content (a meta user message): the opening Claude Code writes is kept
+        as written, so that the anonymized log still shows the skill load (the readers' client
+        event "skill"); the rest is filled, and the whole keeps its token count."""
+        out = Joined([SKILL_LOAD, self.texts.text(v[len(SKILL_LOAD):])])
+        self.add_block(v, out, str)
+        return out
+
+    def skill_part(self, p: dict) -> dict:
+        return {self.dict_key(k): (self.skill_text(v) if k == "text" else self.value(k, v, None))
+                for k, v in p.items()}
 
     def part(self, p: Any, cwd: str | None) -> Any:
         """One content part, by its type."""
@@ -372,3 +386,7 @@ class Anonymizer:
             return self.tool_input(v, cwd)
         return v
 
+
+def _is_skill_part(p: Any) -> bool:
+    return isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) \
+        and p["text"].startswith(SKILL_LOAD)

@@ -35,6 +35,16 @@ class Text:
         self.override: str | None = None  # a block-adjusted filler for this occurrence only
 
 
+class Joined:
+    """A string made of literal parts and ``Text`` placeholders (a prefix the readers need kept
+    as written, then the text's filler)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list):
+        self.parts = parts
+
+
 @dataclass
 class Block:
     """A model-context block whose canonical text is built from several strings (tool_use
@@ -49,6 +59,8 @@ def texts_in(obj: Any, out: list[Text]) -> list[Text]:
     """Every ``Text`` in a record tree, in order, appended to ``out``."""
     if isinstance(obj, Text):
         out.append(obj)
+    elif isinstance(obj, Joined):
+        texts_in(obj.parts, out)
     elif isinstance(obj, dict):
         for v in obj.values():
             texts_in(v, out)
@@ -62,6 +74,8 @@ def materialize(obj: Any, fill: dict[str, str]) -> Any:
     """A record tree with every ``Text`` replaced by its filler (or its block-adjusted one)."""
     if isinstance(obj, Text):
         return obj.override if obj.override is not None else fill[obj.raw]
+    if isinstance(obj, Joined):
+        return "".join(materialize(v, fill) for v in obj.parts)
     if isinstance(obj, dict):
         return {k: materialize(v, fill) for k, v in obj.items()}
     if isinstance(obj, list):
