@@ -116,6 +116,10 @@ def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
                          "input_rel_error": ((sim_input - rec["input_total"]) / rec["input_total"]
                                              if rec["input_total"] else None)}
     per_agent = agent_totals(con, dataset)
+    # a run stored before the dataset's latest ingest covers sessions as they were then: added or
+    # re-read sessions change what a baseline stored since covers (and, with system_prefix =
+    # "dataset", the system prefix of cold streams of every session)
+    latest = dict(con.execute("SELECT dataset, max(ingested_at) FROM source_files GROUP BY dataset").fetchall())
     for r in df.itertuples(index=False):
         d = r._asdict()
         key = (r.dataset, r.cache_config, r.prices)
@@ -129,6 +133,7 @@ def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
             "started_at": r.started_at.isoformat(),
             "figures": {f: _num(d[f]) for f in (*SUM_FIGURES, "cache_write", "hit_rate", "mean_hint_distance")},
             "baseline_run": base["run_id"] if base else None,
+            "before_latest_ingest": bool(latest.get(r.dataset) is not None and r.started_at < latest[r.dataset]),
             "baseline_fidelity": fidelity.get(key),
             "by_agent": per_agent.get(r.run_id, {}),
         }

@@ -111,3 +111,29 @@ def test_the_client_rule_options_and_sweep_keys(tmp_path):
     points = load_spec(spec).points()
     assert sorted(p.cache["resume"] for p in points) == ["ignore", "invalidate"]
     assert {p.cache["task_turns"] for p in points} == {"ignore"} and {p.cache["unknown_times"] for p in points} == {"model"}
+
+
+def test_runs_stored_before_the_latest_ingest_are_named(tmp_path):
+    # a later ingest changes what a baseline stored since covers: compare says which runs predate it
+    from replay.cli import sample_logs_dir
+    from replay.store.load import ingest
+
+    from cc_records import Transcript, text, usage
+
+    db = tmp_path / "l.duckdb"
+    ingest([sample_logs_dir()], db, dataset="sample", key_file=tmp_path / "key")
+    _ok(["replay", "--db", db, "--policy", "noop", "--variants", "calibrated"])
+    _ok(["replay", "--db", db, "--policy", "devboy_lru", "--variants", "calibrated"])
+    rows = json.loads(_ok(["compare", "--db", db, "--json"]).output)
+    assert rows and not any(r["before_latest_ingest"] for r in rows)
+    r = _ok(["compare", "--db", db])
+    assert "before the latest ingest" not in r.output
+    t = Transcript(session_id="late-1", version="2.1.37")
+    t.user("a session ingested later")
+    t.assistant("late-m1", [text("ok")], usage(write=5000), model="claude-opus-4-6")
+    t.write_jsonl(tmp_path / "more" / "late.jsonl")
+    ingest([tmp_path / "more"], db, dataset="sample", key_file=tmp_path / "key")
+    rows = json.loads(_ok(["compare", "--db", db, "--json"]).output)
+    assert all(r["before_latest_ingest"] for r in rows)
+    r = _ok(["compare", "--db", db])
+    assert "2 run(s)" in r.output and "before the latest ingest" in r.output

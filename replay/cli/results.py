@@ -113,6 +113,13 @@ def compare(db, dataset, policies, sort, limit, run_baselines, since, until, pro
             out.print(f"baseline {esc(r['baseline_run'])} ({esc(r['dataset'])}, {r['variant'].replace('_', '-')}, "
                       f"TTL {esc(r['cache_config'].get('ttl'))}): simulated ${fid['baseline_cost']:,.2f} vs recorded "
                       f"${fid['recorded_cost']:,.2f} ({fid['cost_rel_error']:+.2%})")
+    old = [r["run_id"] for r in shown if r.get("before_latest_ingest")]
+    if old:
+        out.print(f"[yellow]{len(old)} run(s) ({esc(', '.join(old[:4]))}{', ...' if len(old) > 4 else ''}) were stored "
+                  "before the latest ingest into this dataset: the sessions added or read again since are not in "
+                  "them, and the cache model's system prefix for streams that start cold comes from the whole "
+                  "dataset, so a baseline stored since may not describe the same replay; run them again to compare "
+                  "like with like[/]")
     for cmd, ids in _missing_baselines(db, shown).items():
         out.print(f"[yellow]no no-op baseline for {len(ids)} run(s) ({esc(', '.join(ids[:4]))}"
                   f"{', ...' if len(ids) > 4 else ''}) with their cache and price settings, so their savings show "
