@@ -230,11 +230,17 @@ def test_reader_records_resume_and_version(tmp_path):
                        "content": [{"type": "text", "text": "API Error: 500"}], "usage": {}}})
     t.user("third prompt")
     t.assistant("m3", [text("ok")], usage(write=100, read=5100))
+    db = _ingested(t, tmp_path)
+    assert q(db, "SELECT req_idx, client_version, client_event FROM requests ORDER BY req_idx") == \
+        [(0, "2.1.37", None), (1, "2.1.38", "resume"), (2, "2.1.38", None)]
+
+
+def _ingested(t, tmp_path):
+    """The transcript written as one log and ingested into a new database; returns its path."""
     t.write_jsonl(tmp_path / "p" / "s.jsonl")
     db = tmp_path / "t.duckdb"
     ingest([tmp_path / "p"], db)
-    assert q(db, "SELECT req_idx, client_version, client_event FROM requests ORDER BY req_idx") == \
-        [(0, "2.1.37", None), (1, "2.1.38", "resume"), (2, "2.1.38", None)]
+    return db
 
 
 def _hook(t, source, event="SessionStart"):
@@ -265,9 +271,7 @@ def test_reader_records_session_start_hooks(tmp_path):
     _hook(t, "clear")    # a second hook of the same /clear: still one
     t.user("Implement the following plan")
     t.assistant("m4", [text("ok")], usage(write=100, read=3000))
-    t.write_jsonl(tmp_path / "p" / "s.jsonl")
-    db = tmp_path / "t.duckdb"
-    ingest([tmp_path / "p"], db)
+    db = _ingested(t, tmp_path)
     assert q(db, "SELECT req_idx, partition, client_event FROM requests ORDER BY req_idx") == \
         [(0, 0, None), (1, 0, "resume"), (2, 0, None), (3, 1, None)]
     # the partition starts after the third answer, with no summary and no token count
@@ -307,9 +311,7 @@ def test_reader_ignores_malformed_hook_progress(tmp_path):
         t.raw({**t.records[-1], "type": "progress", "uuid": f"p-{len(t.records)}", "data": data})
     t.user("second prompt")
     t.assistant("m2", [text("ok")], usage(write=100, read=5000))
-    t.write_jsonl(tmp_path / "p" / "s.jsonl")
-    db = tmp_path / "t.duckdb"
-    ingest([tmp_path / "p"], db)
+    db = _ingested(t, tmp_path)
     assert q(db, "SELECT req_idx, client_event FROM requests ORDER BY req_idx") == [(0, None), (1, None)]
 
 
@@ -324,9 +326,7 @@ def test_old_database_says_to_reingest(tmp_path):
     t = Transcript(version="2.1.37")
     t.user("first prompt")
     t.assistant("m1", [text("ok")], usage(write=5000))
-    t.write_jsonl(tmp_path / "p" / "s.jsonl")
-    db = tmp_path / "t.duckdb"
-    ingest([tmp_path / "p"], db)
+    db = _ingested(t, tmp_path)
     con = store.connect(db, read_only=True)
     assert store.sessions_without_client_info(con, "default") == 0
     con.close()
@@ -442,9 +442,7 @@ def test_reader_records_skill_loads(tmp_path):
            "message": {"role": "user", "content": "Caveat: local command output follows"}})
     t.user("Base directory for this skill: is what the docs call it?")
     t.assistant("m4", [text("yes")], usage(write=100, read=5200))
-    t.write_jsonl(tmp_path / "p" / "s.jsonl")
-    db = tmp_path / "t.duckdb"
-    ingest([tmp_path / "p"], db)
+    db = _ingested(t, tmp_path)
     assert q(db, "SELECT req_idx, user_turn, client_event FROM requests ORDER BY req_idx") == \
         [(0, 1, None), (1, 1, "skill"), (2, 2, "skill"), (3, 3, None)]
 
@@ -457,7 +455,5 @@ def test_a_pending_resume_wins_over_a_skill_load(tmp_path):
     t.user("<command-name>/review</command-name>")
     _skill_message(t)
     t.assistant("m2", [text("ok")], usage(write=100, read=5000))
-    t.write_jsonl(tmp_path / "p" / "s.jsonl")
-    db = tmp_path / "t.duckdb"
-    ingest([tmp_path / "p"], db)
+    db = _ingested(t, tmp_path)
     assert q(db, "SELECT req_idx, client_event FROM requests ORDER BY req_idx") == [(0, None), (1, "resume")]

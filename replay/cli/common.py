@@ -437,6 +437,6 @@ def _noted(con, dataset: str, db: Path) -> str:
     if stale:
         err.print(f"note: {stale} Claude Code session(s) in {db} were ingested before ctxreplay "
                   "stored client versions and events, so the client rules (resumes, task and skill turns) "
-                  "cannot apply to them; re-ingest: `ctxreplay ingest` on the same logs reads files an earlier ctxreplay "
-                  "read again", markup=False, highlight=False)
+                  "cannot apply to them; re-ingest: `ctxreplay ingest` on the same logs reads files an "
+                  "earlier ctxreplay read again", markup=False, highlight=False)
     return dataset

@@ -32,8 +32,9 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
     files. No raw text is stored: only sizes, token counts, keyed hashes and path
     pseudonyms. Re-ingesting unchanged files adds nothing; a file that grew is stored as a
     new version, and so is every file after an upgrade that changed what ctxreplay reads from
-    logs (the stored hash covers the reader's revision). Bad lines and unreadable files are reported and counted, never fatal;
-    FIFOs, devices and sockets are skipped by name, never opened. Exits 1 when no given
+    logs (the stored hash covers the reader's revision). Bad lines and unreadable files are
+    reported and counted, never fatal; FIFOs, devices and sockets are skipped by name, never
+    opened. Exits 1 when no given
     file could be used. A --key-file (or $CTXREPLAY_KEY_FILE) must exist: only the default
     key is created on first use. --jobs N reads files in N processes; the result is the same.
     """

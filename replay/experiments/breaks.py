@@ -64,7 +64,8 @@ class Cause:
 
 CAUSES = (
     Cause("model_switch", "direct", "the model differs from the previous request's (caches are per model)"),
-    Cause("compaction", "direct", "a new compaction partition: a summary replaced the conversation, or /clear emptied it"),
+    Cause("compaction", "direct", "a new compaction partition: a summary replaced the conversation, or /clear "
+          "emptied it"),
     Cause("ttl_5m", "direct", "idle from the end of the previous response to the send time exceeds 5 minutes "
           "and the entry was written with the 5-minute TTL"),
     Cause("ttl_1h", "direct", "the same with the 1-hour TTL"),

@@ -231,7 +231,7 @@ def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[s
         r = {c: v[r0:r1] for c, v in rcols.items()}
         st = _make_stream(key, int(sid), kind, b, r, anchor)
         by_session[key].append(st)
-    shared = shared_system_prefixes(con, dataset) if "client_version" in reqs and not reqs.empty else {}
+    shared = shared_system_prefixes(con, dataset) if not reqs.empty else {}
     if shared:
         for sts in by_session.values():
             for st in sts:

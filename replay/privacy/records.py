@@ -25,7 +25,7 @@ from replay.privacy.schema import (
     TOOL_NAME_RX, TOOL_PATH_KEYS, USAGE_STRING_KEYS, enum_ok,
 )
 from replay.privacy.scrub import find
-from replay.ingest.readers.claude_code import SKILL_LOAD
+from replay.ingest.readers.claude_code import SKILL_LOAD, is_skill_part
 from replay.privacy.texts import Block, Joined, TextResolver
 from replay.privacy.vocabulary import deny_pattern
 
@@ -274,7 +274,7 @@ class Anonymizer:
             return self.skill_text(content) if meta and content.startswith(SKILL_LOAD) else self.texts.text(content)
         if not isinstance(content, list):
             return self.value("content", content, cwd)
-        out = [self.skill_part(p) if meta and _is_skill_part(p) else self.part(p, cwd) for p in content]
+        out = [self.skill_part(p) if meta and is_skill_part(p) else self.part(p, cwd) for p in content]
         if compact:  # a compact summary is one block made of all its parts
             self.add_block(_tool_result_text(content), out, _tool_result_text)
         return out
@@ -385,8 +385,3 @@ class Anonymizer:
         if isinstance(v, dict):
             return self.tool_input(v, cwd)
         return v
-
-
-def _is_skill_part(p: Any) -> bool:
-    return isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) \
-        and p["text"].startswith(SKILL_LOAD)

@@ -54,6 +54,12 @@ SESSION_START_CLEAR = "clear"
 # how Claude Code opens the meta user message that holds a loaded skill's content
 SKILL_LOAD = "Base directory for this skill:"
 
+
+def is_skill_part(part: Any) -> bool:
+    """A text part that opens a loaded skill's content (in a meta user message)."""
+    return isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str) \
+        and part["text"].startswith(SKILL_LOAD)
+
 _FILE_TOOLS_PATH_KEY = {
     "Read": "file_path",
     "Edit": "file_path",
@@ -193,7 +199,8 @@ class _ClaudeReader:
         """A partition of ``st`` already starts at its current position (a second hook of the
         same /clear, or a compaction right before it)."""
         c = self.b.trace.compactions
-        return any(sid == st.sid and pos == st.n_blocks for sid, pos in zip(c["stream_id"][-2:], c["pos"][-2:]))
+        last = next((pos for sid, pos in zip(reversed(c["stream_id"]), reversed(c["pos"])) if sid == st.sid), None)
+        return last == st.n_blocks
 
     def _system(self, rec: dict, stream_key: str, stream_kind: str, agent_id: str | None) -> None:
         if rec.get("subtype") != "compact_boundary":
@@ -299,8 +306,7 @@ class _ClaudeReader:
             return
         if not isinstance(content, list):
             return
-        if rec.get("isMeta") and any(isinstance(p, dict) and p.get("type") == "text"
-                                     and str(p.get("text", "")).startswith(SKILL_LOAD) for p in content):
+        if rec.get("isMeta") and any(is_skill_part(p) for p in content):
             self._skill_loaded(st)
         is_prompt = not rec.get("isMeta") and not any(
             isinstance(p, dict) and p.get("type") == "tool_result" for p in content
