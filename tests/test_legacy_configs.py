@@ -137,3 +137,28 @@ def test_runs_stored_before_the_latest_ingest_are_named(tmp_path):
     assert all(r["before_latest_ingest"] for r in rows)
     r = _ok(["compare", "--db", db])
     assert "2 run(s)" in r.output and "before the latest ingest" in r.output
+
+
+def test_the_skill_turn_and_system_prefix_options(tmp_path):
+    """--skill-turns and --system-prefix reach the stored configuration (defaults: invalidate,
+    dataset); a sweep spec's [cache] table may vary them; an unknown value is refused."""
+    from replay.cli import sample_logs_dir
+    from replay.experiments.sweep import load_spec
+    from replay.store.load import ingest
+
+    db = tmp_path / "o.duckdb"
+    ingest([sample_logs_dir()], db, dataset="sample", key_file=tmp_path / "key")
+    ids = [json.loads(_ok(["replay", "--db", db, "--policy", "noop", "--variants", "model-only", "--json", *args]
+                          ).output)["run_id"]
+           for args in ([], ["--skill-turns", "ignore", "--system-prefix", "log"])]
+    con = duckdb.connect(str(db), read_only=True)
+    cfgs = [json.loads(con.execute("SELECT cache_config FROM runs WHERE run_id = ?", [i]).fetchone()[0]) for i in ids]
+    con.close()
+    assert [(c["skill_turns"], c["system_prefix"]) for c in cfgs] == [("invalidate", "dataset"), ("ignore", "log")]
+    r = CliRunner().invoke(main, ["replay", "--db", str(db), "--policy", "noop", "--system-prefix", "shared"])
+    assert r.exit_code != 0 and "shared" in r.output
+    spec = tmp_path / "s.toml"
+    spec.write_text('policy = "noop"\n[cache]\nskill_turns = ["invalidate", "ignore"]\nsystem_prefix = ["overhead"]\n')
+    points = load_spec(spec).points()
+    assert sorted(p.cache["skill_turns"] for p in points) == ["ignore", "invalidate"]
+    assert {p.cache["system_prefix"] for p in points} == {"overhead"}
