@@ -34,18 +34,22 @@ def test_insert_bound_hand_computed():
     b.request(ts=0)                                                   # 10,500
     b.tool_call("Read", 2000, resource="a", content="A")
     b.request(ts=MIN)                                                 # 12,550
-    b.tool_call("Read", 2000, resource="a", content="A")              # repeat: 2,000 -> 8
+    b.tool_call("Read", 2000, resource="a", content="A")              # repeat: 2,000 -> 0
     b.tool_call("Bash", 5, content="tiny")
-    b.tool_call("Bash", 5, content="tiny")                            # smaller than the hint: kept
-    b.request(ts=2 * MIN)                                             # 14,660 -> 12,668
+    b.tool_call("Bash", 5, content="tiny")                            # repeat: 5 -> 0 (8 with a hint: kept)
+    b.request(ts=2 * MIN)                                             # 14,660 -> 12,655
     b.compact(300)
     b.tool_call("Read", 2000, resource="a", content="A")              # earlier copy compacted away: kept
     b.request(ts=3 * MIN)
     noop, ins = figs(b, Noop()), figs(b, InsertBound())
-    assert ins["hints"] == 1
-    assert noop["context_tokens"] - ins["context_tokens"] == pytest.approx(1992)
-    assert noop["tokens_delivered"] - ins["tokens_delivered"] == pytest.approx(1992)
+    assert ins["hints"] == 2
+    assert noop["context_tokens"] - ins["context_tokens"] == pytest.approx(2005)
+    assert noop["tokens_delivered"] - ins["tokens_delivered"] == pytest.approx(2005)
     assert ins["busts"] == 0 and ins["cost"] < noop["cost"]
+    # the hinted variant (devboy's terse 8-token hint) keeps a block smaller than its hint
+    hinted = figs(b, InsertBound(InsertBound.Params(hint_tokens=8.0)))
+    assert hinted["hints"] == 1
+    assert noop["context_tokens"] - hinted["context_tokens"] == pytest.approx(1992)
 
 
 def test_insert_bound_hint_in_stream_units():
@@ -56,9 +60,11 @@ def test_insert_bound_hint_in_stream_units():
     b.request(ts=0)
     s, v = b.build()
     s.streams[0].bpe_ratio = 1.5
-    got = replay_session(s, v, InsertBound(), MODEL_ONLY).figures
+    got = replay_session(s, v, InsertBound(InsertBound.Params(hint_tokens=8.0)), MODEL_ONLY).figures
     base = replay_session(s, v, Noop(), MODEL_ONLY).figures
     assert base["context_tokens"] - got["context_tokens"] == pytest.approx(1000 - 8 * 1.5)
+    removed = replay_session(s, v, InsertBound(), MODEL_ONLY).figures
+    assert base["context_tokens"] - removed["context_tokens"] == pytest.approx(1000)
 
 
 def test_insert_bound_covers_narrower_reread():
@@ -84,7 +90,7 @@ def test_insert_bound_covers_narrower_reread():
     b.request(ts=3 * MIN)
     noop, ins = figs(b, Noop()), figs(b, InsertBound())
     assert ins["hints"] == 3 and ins["busts"] == 0
-    assert noop["tokens_delivered"] - ins["tokens_delivered"] == pytest.approx(1500 + 900 + 400 - 24)
+    assert noop["tokens_delivered"] - ins["tokens_delivered"] == pytest.approx(1500 + 900 + 400)
     for opts in (MODEL_ONLY, CALIBRATED):
         base = figs(b, Noop(), opts)["cost"]
         rrd = figs(b, build("read_range_dedup"), opts)

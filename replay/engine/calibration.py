@@ -315,11 +315,17 @@ def fork_writes(st: Stream, cfg: CacheConfig) -> list[tuple[int, int]]:
 
 def observed_write_position(st: Stream, k: int, pos: int) -> int:
     """The last block position request k's recorded read covers (the partition start if none)."""
-    from bisect import bisect_right
-
     csum = base_csum(st)
     rr = st.r_read[k]
     s0 = st.part_start.get(st.r_partition[k], 0)
     res = st.r_residual[k] if st.r_residual else 0.0
     lim = rr + tolerance(rr) - st.overhead.get(st.r_model[k], 0.0) - res + csum[s0]
-    return bisect_right(csum, lim, s0, pos + 1) - 1
+    return observed_write_position_at(csum, lim, s0, pos)
+
+
+def observed_write_position_at(csum: list[float], lim: float, s0: int, pos: int) -> int:
+    """The last position p in [s0, pos] with csum[p] <= lim (s0 if none)."""
+    from bisect import bisect_right
+
+    p = bisect_right(csum, lim, s0, pos + 1) - 1
+    return p if p > s0 else s0

@@ -16,9 +16,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from replay.engine.calibration import (
+    base_csum,
     base_prefix,
     fork_writes,
     observed_write_position,
+    observed_write_position_at,
     client_rewrites,
     send_times,
     thinking_switches,
@@ -109,11 +111,14 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
     return out
 
 
-def _evict(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead: float, t: int) -> None:
+def _evict(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead: float, logged: float,
+           t: int) -> None:
     """A cache miss the log records but the model cannot explain: cut the entries past it back.
 
     The recorded read may end inside block e (an earlier request's uncached tail started
-    there): that part is kept too, as long as the policy left block e unchanged."""
+    there): the policy keeps the same share of its own version of block e. Where the read
+    ended inside the system prefix, the system entries are cut at the same place of the
+    policy's prompt (`in_policy_world`)."""
     e, part, rr = st.r_evict[k], st.r_partition[k], st.r_read[k]
     prefix = 0.0
     if e >= 0:
@@ -121,10 +126,72 @@ def _evict(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead: f
         res = st.r_residual[k] if st.r_residual else 0.0
         prefix = overhead + sum(eff[s0:e]) + res
         extra = rr - base_prefix(st, k, e)
-        if e < st.r_pos[k] and extra > tolerance(rr) and eff[e] == st.tokens[e]:
-            prefix += min(extra, eff[e])
+        if e < st.r_pos[k] and extra > tolerance(rr) and st.tokens[e] > 0:
+            # a block the policy shrank keeps the share the read covered: never more cache for
+            # the log's block than for the policy's, never a write the shrink did not pay for
+            prefix += min(extra, st.tokens[e]) * (eff[e] / st.tokens[e])
             e += 1
-    cache.evict(st.r_model[k], part, e, rr + tolerance(rr), prefix, t)
+    cache.evict(st.r_model[k], part, e, in_policy_world(st, eff, k, rr + tolerance(rr), overhead, logged),
+                prefix, t)
+
+
+def uncached_tail(st: Stream, eff: list[float], k: int, unc: float) -> float:
+    """Request k's uncached tail (the input after its last breakpoint: ``unc`` tokens in the
+    log) in the policy's world: the same blocks at the policy's sizes.
+
+    The tail is the end of the prompt, so a policy that shrank blocks in it shrank the tail,
+    not the cached part before it; taking the log's tail length as is would move the
+    breakpoint back into the cached prefix and make the entries earlier requests wrote longer
+    than anything the request can read. Exactly ``unc`` for a policy that changed none of
+    the tail's blocks."""
+    pos = st.r_pos[k]
+    s0 = st.part_start.get(st.r_partition[k], 0)
+    tokens = st.tokens
+    saved = 0.0
+    left = unc
+    b = pos - 1
+    while b >= s0 and left > 0.0:
+        size = tokens[b]
+        if size > 0.0:
+            cut = eff[b] if eff[b] < size else size
+            if size <= left:
+                saved += size - cut
+            else:
+                # the breakpoint lies inside block b: the tail holds its last `left` tokens
+                saved += (size - cut) * (left / size)
+            left -= size
+        b -= 1
+    out = unc - saved
+    return out if out > 0.0 else 0.0
+
+
+def in_policy_world(st: Stream, eff: list[float], k: int, length: float, overhead: float, logged: float) -> float:
+    """A length of request k's prompt in the log's world (a recorded read), as the length of the
+    policy's prompt up to the same place.
+
+    The frame is the anchoring's: the overhead, the residual, then the partition's blocks. A
+    place inside the overhead moves by what the policy took out of the overhead (pruned tool
+    definitions); a place past it (a conversation continued from an earlier session that a
+    compaction dropped leaves a large negative residual, so a read can end among the blocks
+    while it is shorter than the overhead) moves by what the policy took out of the blocks
+    before it, and inside a block by the same share of the policy's version of that block.
+    The identity for a policy that changed nothing; never longer than the log's length less
+    what the policy removed before that place, so a policy that only shrinks is never
+    granted less cache than it saved writes."""
+    s0 = st.part_start.get(st.r_partition[k], 0)
+    res = st.r_residual[k] if st.r_residual else 0.0
+    pos = st.r_pos[k]
+    base0 = logged + res
+    if length <= base0 or pos <= s0:
+        out = length - (logged - overhead)
+        return out if out > 0.0 else 0.0
+    csum = base_csum(st)
+    p = observed_write_position_at(csum, length - base0 + csum[s0], s0, pos)
+    rem = length - (base0 + csum[p] - csum[s0])
+    if p < pos and st.tokens[p] > 0:
+        rem = min(rem, st.tokens[p]) * (eff[p] / st.tokens[p])
+    out = overhead + res + sum(eff[s0:p]) + rem
+    return out if out > 0.0 else 0.0
 
 
 def _prefix(st: Stream, eff: list[float], k: int, u: int, overhead: float) -> float:
@@ -206,11 +273,14 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         if total < 0.0:
             total = 0.0
         unc_rec, rr, t = r_unc[k], r_read[k], r_ts[k]
+        if unc_rec > 0 and not auto[model]:
+            unc_rec = uncached_tail(st, eff, k, unc_rec)
         ttl = ttls[k]
         if warm_log and rr > 0 and (first or evictions):
             # cached per the log though this stream did not write it: kept warm by other sessions
             # in the policy's world: a policy that shrank the overhead shrank what was warm too
-            cache.warm(model, min(float(rr) - (logged_of[model] - overhead), total - unc_rec, overhead), t, ttl)
+            warm = in_policy_world(st, eff, k, float(rr), overhead, logged_of[model])
+            cache.warm(model, min(warm, total - unc_rec, overhead), t, ttl)
         first = False
         pos, part = r_pos[k], r_part[k]
         if frame and not auto[model] and k > 0 and r_part[k - 1] == part and residual[k] < residual[k - 1] \
@@ -228,7 +298,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             # first message: the message entries are invalid, the system's stay
             cache.drop_messages(model)
         if (evictions or untimed[k]) and evict[k] < pos:
-            _evict(cache, st, eff, k, overhead, t)
+            _evict(cache, st, eff, k, overhead, logged_of[model], t)
         if evictions and not auto[model] and rr > 0:
             p_obs = -1
             if record is not None:

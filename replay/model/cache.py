@@ -185,6 +185,9 @@ class StreamCache:
 
     def _best(self, model: int, part: int, pos: int, t: int, limit: float) -> list | None:
         lb = self.lookback
+        # an entry as long as the limit, computed along another path of float sums (a prefix
+        # from the front, the cacheable part from the tail), is not longer than it
+        limit += 1e-6
         for e in self.entries:
             if e[3] > limit or e[0] != model or e[4] < t:
                 continue
@@ -258,7 +261,8 @@ class StreamCache:
         if best is not None:
             match = min(best[3], total)
             if match >= min_tokens:
-                read = min_tokens + step * ((match - min_tokens) // step)
+                # token counts are fractional after anchoring: without steps the match is read whole
+                read = match if step <= 1 else min_tokens + step * ((match - min_tokens) // step)
             best[4] = t + best[5]
         if total >= min_tokens:
             self._add([model, part, pos, total, t + ttl_ms, ttl_ms])
@@ -287,7 +291,7 @@ class StreamCache:
             best = self._best(model, part, pos, t, cacheable)
         read = 0.0
         if best is not None and best[3] >= min_cacheable:
-            read = best[3]
+            read = best[3] if best[3] < cacheable else cacheable
             best[4] = t + best[5]
         if cacheable >= min_cacheable:
             written = cacheable - read
