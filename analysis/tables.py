@@ -205,8 +205,11 @@ def cache_hit_study(df: pd.DataFrame, ratios: list[tuple[float, float]] | None =
     """
     ratios = ratios or [(0.1, 1.25), (0.1, 2.0), (0.25, 1.0), (0.5, 1.0), (1.0, 1.0)]
     m = with_baseline(df)
-    base = df[df["policy"] == "noop"].drop_duplicates(["dataset", "cache_config", "prices"], keep="last")
     rows = []
+    if m.empty:
+        return pd.DataFrame(rows, columns=["run_id", "label", "policy", "ttl", "read_ratio", "write_ratio", "hit_rate",
+                                           "saved_pct"])
+    base = df[df["policy"] == "noop"].drop_duplicates(["dataset", "cache_config", "prices"], keep="last")
     for r_ratio, w_ratio in ratios:
         c = reprice(m, r_ratio, w_ratio)
         b = reprice(base, r_ratio, w_ratio)
@@ -220,7 +223,9 @@ def cache_hit_study(df: pd.DataFrame, ratios: list[tuple[float, float]] | None =
             rows.append({"run_id": r["run_id"], "label": r["label"], "policy": r["policy"],
                          "ttl": r["cache_dict"].get("ttl"), "read_ratio": r_ratio, "write_ratio": w_ratio,
                          "hit_rate": r["hit_rate"], "saved_pct": (bc - c[i]) / bc if bc else np.nan})
-    return pd.DataFrame(rows)
+    # the columns even without a row, so a notebook's pivot of a database without policy runs is empty, not an error
+    return pd.DataFrame(rows, columns=["run_id", "label", "policy", "ttl", "read_ratio", "write_ratio", "hit_rate",
+                                       "saved_pct"])
 
 
 def tool_breakdown(con, dataset: str) -> pd.DataFrame:
