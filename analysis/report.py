@@ -83,7 +83,8 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         overview = tables.dataset_overview(con, dataset)
         ds_meta = con.execute("SELECT key_fingerprint, token_counter FROM datasets WHERE name = ?",
                               [dataset]).fetchone()
-        rows = [r for r in compare(con, dataset) if r["cache_config"].get("slice") == slice]
+        every = compare(con, dataset)
+        rows = [r for r in every if r["cache_config"].get("slice") == slice]
         df = tables.runs(con, dataset)
         if not df.empty:
             df = df[df["run_id"].isin({r["run_id"] for r in rows})].reset_index(drop=True)
@@ -94,9 +95,11 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     finally:
         con.close()
     if not rows:
+        others = sorted({json.dumps(r["cache_config"].get("slice"), sort_keys=True) for r in every})
         raise ValueError(f"no finished runs for dataset {dataset!r}" + (
-            f" in the slice {json.dumps(slice, sort_keys=True)}; run `ctxreplay replay` with the same slice options "
-            "first" if slice else "; run `ctxreplay replay` first"))
+            f" in the slice {json.dumps(slice, sort_keys=True)}" if slice else " over the whole dataset") + (
+            f"; its runs are of other slices ({', '.join(others[:3])}): give the same slice options as their "
+            "`replay`, or run `ctxreplay replay` without them" if every else "; run `ctxreplay replay` first"))
     m = tables.with_baseline(df)
     mc = tables.calibrated(m)
     figures: list[tuple[str, str, Path]] = []  # (section, caption, png)

@@ -272,3 +272,16 @@ def test_report_on_a_noop_only_database_in_a_subprocess(noop_db, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr and "No policy run to compare" in p.stdout
     assert (tmp_path / "r" / "index.html").is_file()
+
+
+def test_report_on_a_database_of_slice_runs_only(tmp_path):
+    path = tmp_path / "s.duckdb"
+    _ok("ingest", str(SAMPLE), "--db", str(path), "-q")
+    _ok("replay", "--db", str(path), "--variants", "calibrated", "--policy", "devboy_lru", *SLICE)
+    r = CliRunner().invoke(main, ["report", "--db", str(path), "--out", str(tmp_path / "rep")])
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 1 and len(lines) == 1 and lines[0].startswith("error: no finished runs"), r.output
+    assert "other slices" in lines[0] and "2026-02-03" in lines[0]
+    assert not (tmp_path / "rep").exists()  # a failed report leaves no folder it made
+    r = CliRunner().invoke(main, ["report", "--db", str(path), "--out", str(tmp_path / "rep"), *SLICE])
+    assert r.exit_code == 0 and "no no-op baseline" in r.output, r.output
