@@ -1,15 +1,21 @@
 """The answer the report leads with: which configuration to use, by how much it beats the
-baseline (percent and dollars, with a 95% interval), what the runner-up changes, and a plain
-"no policy beats the baseline on these logs" when no saving is distinguishable.
+baseline (percent and dollars, with a 95% interval), what the runner-up changes, or a plain
+"no policy beats the baseline on these logs" / "no policy saves enough to act on".
 
-Built from the rows of ``analysis.compare.compare`` (intervals and ``distinguishable`` as
-documented in ``analysis.intervals``). The recommendation is made within the calibrated
+Built from the rows of ``analysis.compare.compare``, so every run is measured against the
+no-op baseline compare pairs it with: the same dataset, slice (session set), cache and price
+settings (intervals and ``distinguishable`` as documented in ``analysis.intervals``). The rows
+must cover one session set (one dataset and slice): savings of different session sets are
+not comparable, and ``answer`` refuses them. The recommendation is made within the calibrated
 cache-model variant (the default every run uses); each configuration's model-only saving is
-shown beside it. Among the runs within the risk limits whose saving of the objective figure
-is positive and distinguishable, the one with the lowest objective figure (cost in $, or
-context tokens) wins; the runner-up is the next such run, or the best of the rest.
-Margins between two runs are bootstrapped the same way (paired by session) as a share of
-the recommended run's baseline.
+shown beside it.
+
+The rules (``analysis.rules``): runs with any risk counter above its limit (default 0) are
+dropped, and the report names each with the counter and its value. Among the rest, the runs
+whose saving is distinguishable rank by the saving against their own baseline (in $ or
+tokens); the first whose saving is worth acting on (at least a cent, or 1,000 context tokens,
+per session) is recommended. Margins between two runs are the difference of their savings,
+bootstrapped the same way (paired by session) as a share of the recommended run's baseline.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from . import intervals as iv
+from . import rules
 from .compare import configuration_key
-from .tables import RISK_FIGURES, non_default, show_value
+from .tables import non_default, show_value
 
 FIGURE = {"cost": "cost", "tokens": "context_tokens"}
 # The offline-optimal bounds (`ctxreplay bound`, replay/experiments/bound.py): stored as runs, never recommended.
@@ -79,7 +86,10 @@ def summary(row: dict, fig: str) -> dict[str, Any]:
             "run_id": mo["run_id"], "saved_pct": (mo.get("saved_pct") or {}).get(fig),
             "interval": (mo.get("interval") or {}).get(fig),
             "distinguishable": bool((mo.get("distinguishable") or {}).get(fig))},
-        "risk": {k: row["figures"][k] for k in RISK_FIGURES},
+        "sessions": row.get("sessions"),
+        "saved_per_session": (None if base is None or not row.get("sessions")
+                               else (base - row["figures"][fig]) / row["sessions"]),
+        "risk": {**rules.risk_of(row), "busts": row["figures"].get("busts")},
     }
 
 
@@ -152,80 +162,151 @@ def _baseline_value(row: dict, fig: str) -> float | None:
     return None if not d or d.get(fig) is None else row["figures"][fig] - d[fig]
 
 
+def _saved(row: dict, fig: str) -> float | None:
+    base = _baseline_value(row, fig)
+    return None if base is None else base - row["figures"][fig]
+
+
+def per_session_text(v: float | None, fig: str) -> str:
+    if v is None:
+        return "-"
+    if fig != "cost":
+        return f"{v:,.0f} tokens"
+    text = f"{abs(v):,.4f}".rstrip("0")  # a cent shows as $0.01, a fraction of one keeps its digits
+    text += "0" * max(0, 2 - len(text.split(".")[1]))
+    return ("-$" if v < 0 else "$") + text
+
+
+def session_set(row: dict) -> tuple[str, str]:
+    """The sessions a run replayed, as compare pairs them: its dataset and slice."""
+    return row["dataset"], json.dumps(row["cache_config"].get("slice"), sort_keys=True)
+
+
 def _margin(con, fig: str, better: dict, worse: dict) -> dict[str, Any]:
-    """worse - better in the figure's units and as a share of ``better``'s baseline, with a
-    paired bootstrap interval over the sessions the three runs share."""
-    ids = [worse["run_id"], better["run_id"], better["baseline_run"]]
-    value = worse["figures"][fig] - better["figures"][fig]
+    """``better``'s saving minus ``worse``'s, each against its own baseline (the same baseline
+    when both share cache settings), in the figure's units and as a share of ``better``'s
+    baseline, with a paired bootstrap interval over the sessions the runs share."""
+    ids = [better["run_id"], better["baseline_run"], worse["run_id"], worse["baseline_run"]]
+    sb, sw = _saved(better, fig), _saved(worse, fig)
     base = _baseline_value(better, fig)
-    out: dict[str, Any] = {"value": value, "pct": value / base if base else None, "interval": None,
-                           "distinguishable": False}
+    value = None if sb is None or sw is None else sb - sw
+    out: dict[str, Any] = {"value": value, "pct": value / base if value is not None and base else None,
+                           "interval": None, "distinguishable": False}
+    if value is None:
+        return out
     per = iv.session_matrix(con, ids, (fig,))
     if not base or any(r not in per for r in ids):
         return out
     pos = [{k: i for i, k in enumerate(per[r]["session_key"])} for r in ids]
-    base_vals = per[ids[2]][fig]
-    keys = sorted(set(pos[0]).intersection(*pos[1:]), key=lambda k: (base_vals[pos[2][k]], k))  # as in intervals
+    base_vals = per[ids[1]][fig]
+    keys = sorted(set(pos[0]).intersection(*pos[1:]), key=lambda k: (base_vals[pos[1][k]], k))  # as in intervals
     if not keys:
         return out
-    a, b, den = (np.array([per[r][fig][p[k]] for k in keys]) for r, p in zip(ids, pos))
-    out["interval"] = iv.difference_interval(a, b, den, iv.resample_counts(len(keys)))
+    b, bb, w, wb = (np.array([per[r][fig][p[k]] for k in keys]) for r, p in zip(ids, pos))
+    out["interval"] = iv.difference_interval(bb - b, wb - w, bb, iv.resample_counts(len(keys)))
     out["distinguishable"] = iv.distinguishable(out["pct"], out["interval"], 0.0)
     return out
 
 
+def _dropped(r: dict, over: list[dict], fig: str) -> dict[str, Any]:
+    return {"run_id": r["run_id"], "name": name(r), "policy": r["policy"],
+            "saved_pct": (r.get("saved_pct") or {}).get(fig), "over": over}
+
+
 def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, float] | None = None,
-           top: int = 10) -> dict[str, Any]:
-    """The recommendation with its evidence; ``headline`` is one plain sentence."""
-    max_risk = {"stale_refs": 0, "dangling_refs": 0} if max_risk is None else max_risk
+           top: int = 10, min_per_session: float | None = None) -> dict[str, Any]:
+    """The recommendation with its evidence; ``headline`` is one plain sentence; ``verdict`` is
+    ``recommended``, ``too_small`` (distinguishable savings, none worth acting on), ``no_saving``
+    (none distinguishable), ``over_risk`` (every measured run dropped by the risk filter),
+    ``no_baseline`` or ``no_runs``. ``max_risk``: limits over the default (0 for every risk
+    counter); ``min_per_session``: the saving per session worth acting on (rules.MIN_SAVING_PER_SESSION)."""
+    max_risk = dict(max_risk or {})
     fig = FIGURE[objective]
     unit_pct, _ = UNIT[fig]
+    sets = {session_set(r) for r in rows}
+    if len(sets) > 1:
+        raise ValueError("the runs cover different session sets (" + "; ".join(
+            f"{d}{'' if s == 'null' else ' slice ' + s}" for d, s in sorted(sets)) + "): a saving is only comparable "
+            "within one; choose one dataset and slice")
+    floor = rules.MIN_SAVING_PER_SESSION[fig] if min_per_session is None else float(min_per_session)
     cal = [r for r in rows if r["variant"] == "calibrated"]
     variant = "calibrated" if cal else "model_only"
     cal = cal or rows
     bounds = bound_runs(cal)
     cal = [r for r in cal if r["policy"] not in BOUNDS]
     latest = {configuration_key(r): r for r in cal}  # a configuration run twice counts once (its latest run)
-    cand = [r for r in latest.values() if r["policy"] != "noop" and r.get("saved_pct")
-            and all((r["figures"].get(k) or 0) <= v for k, v in max_risk.items())]
+    measured = [r for r in latest.values() if r["policy"] != "noop" and r.get("saved_pct")]
+    cand, dropped = [], []
+    for r in measured:
+        over = rules.over_limits(r, max_risk)
+        if over:
+            dropped.append(_dropped(r, over, fig))
+        else:
+            cand.append(r)
+    dropped.sort(key=lambda d: -(d["saved_pct"] if d["saved_pct"] is not None else -1e18))
+
+    def saved(r):
+        v = _saved(r, fig)
+        return -1e18 if v is None else v
+
     winners = sorted((r for r in cand if (r.get("distinguishable") or {}).get(fig) and r["saved_pct"][fig] > 0),
-                     key=lambda r: r["figures"][fig])
+                     key=lambda r: -saved(r))
+    act = [r for r in winners if rules.worth_acting(_saved(r, fig), True, fig, r["sessions"], floor)]
     rest = sorted((r for r in cand if r not in winners), key=lambda r: -(r["saved_pct"][fig] or -1e18))
-    ranked = winners + rest
+    ranked = act + [r for r in winners if r not in act] + rest
     unmeasured = [r for r in latest.values() if r["policy"] != "noop" and not r.get("baseline_run")]
     out: dict[str, Any] = {"objective": objective, "figure": fig, "max_risk": max_risk, "variant": variant,
-                           "candidates": len(cand), "beats_baseline": bool(winners), "best": None,
-                           "without_baseline": [r["run_id"] for r in unmeasured],
+                           "risk_rule": rules.limits_text(max_risk), "min_saving_per_session": floor,
+                           "candidates": len(cand), "beats_baseline": bool(winners), "worth_acting": bool(act),
+                           "best": None, "dropped": dropped, "without_baseline": [r["run_id"] for r in unmeasured],
                            "ranked": [{**summary(r, fig), "bound": bound_share(r, bounds, fig)} for r in ranked[:top]]}
-    if not cand and unmeasured and not any(r.get("saved_pct") for r in latest.values() if r["policy"] != "noop"):
-        out["headline"] = (f"No saving can be measured: {len(unmeasured)} configuration(s) have no no-op baseline "
-                           "with their cache and price settings. Store one with `ctxreplay replay --policy noop` "
-                           "and the same cache options (or `ctxreplay compare --run-baselines`), then write the "
-                           "report again.")
+    if not measured:
+        if unmeasured:
+            out["verdict"] = "no_baseline"
+            out["headline"] = (f"No saving can be measured: {len(unmeasured)} configuration(s) have no no-op baseline "
+                               "with their cache and price settings. Store one with `ctxreplay replay --policy noop` "
+                               "and the same cache options (or `ctxreplay compare --run-baselines`), then write the "
+                               "report again.")
+        else:
+            out["verdict"] = "no_runs"
+            out["headline"] = ("No policy run to compare: the runs of this dataset and slice are no-op baselines "
+                               "only. Replay a policy (`ctxreplay replay --policy NAME`, or `ctxreplay sweep SPEC`), "
+                               "then write the report again.")
         return out
     if not cand:
-        out["headline"] = "No run meets the risk limit (" + ", ".join(f"{k} <= {v:g}" for k, v in max_risk.items()) + ")."
+        out["verdict"] = "over_risk"
+        out["headline"] = (f"No run meets the risk limit ({out['risk_rule']}): all {len(dropped)} measured "
+                           "configuration(s) were dropped (listed below with the counter that dropped them).")
         return out
     lead = ranked[0]
     s = {**summary(lead, fig), "bound": bound_share(lead, bounds, fig)}
     here = bounds.get(_setting_key(lead), {})
     out["bounds"] = {k: {"run_id": b["run_id"], "kind": BOUNDS[k], "saved_pct": (b.get("saved_pct") or {}).get(fig),
-                         "saved": (None if _baseline_value(b, fig) is None else _baseline_value(b, fig) - b["figures"][fig])}
-                     for k, b in sorted(here.items())}
+                         "saved": _saved(b, fig)} for k, b in sorted(here.items())}
     mo = s["model_only"]
     mo_text = ("" if not mo else f"; model only: {pct(mo['saved_pct'])}, 95% interval {interval_text(mo['interval'])}"
                + ("" if mo["distinguishable"] else ", not distinguishable"))
-    evidence = (f"{pct(s['saved_pct'])} {unit_pct} ({money(s['saved'], fig)} of {money(s['baseline'], fig)}), "
+    evidence = (f"{pct(s['saved_pct'])} {unit_pct} ({money(s['saved'], fig)} of {money(s['baseline'], fig)}, "
+                f"{per_session_text(s['saved_per_session'], fig)} per session), "
                 f"95% interval {interval_text(s['interval'])} ({variant.replace('_', '-')} cache model{mo_text})")
     bs = s["bound"]
     if bs and bs["share"] is not None:
         evidence += (f"; that is {bs['share']:.0%} of the offline-optimal {bs['kind']} bound's saving "
                      f"({pct(bs['saved_pct'])}, {money(bs['saved'], fig)})")
-    if winners:
+    floor_text = per_session_text(floor, fig)
+    if act:
+        out["verdict"] = "recommended"
         out["best"] = s
         out["headline"] = (f"Recommended: {s['name']}. Against the no-op baseline with the same cache settings it saves "
                            f"{evidence}.")
+    elif winners:
+        out["verdict"] = "too_small"
+        out["closest"] = s
+        out["headline"] = (f"No policy saves enough to act on: the largest distinguishable saving within the risk limit, "
+                           f"{s['name']}, is {evidence}. That is below {floor_text} per session, the least worth "
+                           "changing a set-up for.")
     else:
+        out["verdict"] = "no_saving"
         out["closest"] = s
         out["headline"] = (f"No policy beats the baseline on these logs: no saving {unit_pct} within the risk limit is "
                            f"distinguishable from 0 and from the baseline's own error. Closest: {s['name']}, "
@@ -237,8 +318,9 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
         out["margin_over_runner_up"] = _margin(con, fig, lead, ru)
     defaults = [r for r in cand if not non_default(r["policy"], r["params"]) and r["cache_config"].get("ttl") == "log"]
     if defaults:
-        d = max(defaults, key=lambda r: r["saved_pct"][fig] or -1e18)
-        if d["run_id"] != lead["run_id"]:
+        d = max(defaults, key=lambda r: saved(r))
+        # the runner-up's margin is stated already: the same run's is not repeated
+        if d["run_id"] != lead["run_id"] and d["run_id"] != out.get("runner_up", {}).get("run_id"):
             out["best_source_default"] = summary(d, fig)
             out["margin_over_source_default"] = _margin(con, fig, lead, d)
     return out

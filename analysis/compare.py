@@ -26,6 +26,7 @@ import pandas as pd
 from replay.model.cache import stored_settings
 
 from . import intervals as iv
+from . import rules
 
 SUM_FIGURES = ("requests", "input_total", "uncached", "cache_read", "cache_write_5m", "cache_write_1h", "output",
                "cost", "busts", "bust_tokens", "tokens_delivered", "context_tokens", "hints", "dangling_refs",
@@ -116,6 +117,7 @@ def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
                          "input_rel_error": ((sim_input - rec["input_total"]) / rec["input_total"]
                                              if rec["input_total"] else None)}
     per_agent = agent_totals(con, dataset)
+    extras = rules.extra_totals(con, dataset)
     # a run stored before the dataset's latest ingest covers sessions as they were then: added or
     # re-read sessions change what a baseline stored since covers (and, with system_prefix =
     # "dataset", the system prefix of cold streams of every session)
@@ -137,6 +139,8 @@ def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
             "baseline_fidelity": fidelity.get(key),
             "by_agent": per_agent.get(r.run_id, {}),
         }
+        # every risk counter, the policy's own (stored beside the fixed columns) included
+        row["risk"] = {**{k: _num(d[k]) or 0.0 for k in rules.BASE_RISK_COUNTERS}, **extras.get(r.run_id, {})}
         if base:
             for agent, fa in row["by_agent"].items():
                 ba = per_agent.get(base["run_id"], {}).get(agent)

@@ -64,6 +64,8 @@ def leaderboard(lb: pd.DataFrame, intervals: dict | None = None):
     Policies that save and policies that cost more are drawn in separate panels, each on its
     own scale, so a +0.1% saving stays visible beside a -200% loss; every bar is labelled with
     its value. ``intervals`` (run_id -> {low, high} of the cost saving) adds error bars."""
+    if lb.empty or "policy" not in lb.columns or not (lb["policy"] != "noop").any():
+        return None  # no policy at its defaults to draw
     d = lb[lb["policy"] != "noop"].sort_values("cost_saved_pct")
     gain, loss = d[d["cost_saved_pct"] > 0], d[d["cost_saved_pct"] <= 0]
     panels = [(g, t) for g, t in ((gain, "policies that save"), (loss, "policies that save nothing or cost more"))
@@ -148,6 +150,9 @@ def pareto(m: pd.DataFrame, front: pd.DataFrame, risk: str = "risk"):
 
 
 def sweep_heatmap(t: pd.DataFrame, x: str, y: str, value: str = "cost_saved_pct", title: str = ""):
+    """None when the sweep has no policy runs (not run on this database, or baselines only)."""
+    if t.empty or not {x, y, value} <= set(t.columns):
+        return None
     piv = t.pivot_table(index=y, columns=x, values=value, aggfunc="mean")
     fig, ax = plt.subplots(figsize=(1.0 + 0.8 * len(piv.columns), 1.2 + 0.5 * len(piv.index)))
     data = 100 * piv.to_numpy(dtype=float)
@@ -168,6 +173,8 @@ def sweep_heatmap(t: pd.DataFrame, x: str, y: str, value: str = "cost_saved_pct"
 
 
 def sweep_line(t: pd.DataFrame, x: str, title: str = ""):
+    if t.empty or x not in t.columns:
+        return None  # as sweep_heatmap
     d = t.sort_values(x, key=lambda s: pd.to_numeric(s, errors="coerce").fillna(1e18))
     fig, ax = plt.subplots(figsize=(7, 4))
     xs = [str(v) for v in d[x]]
@@ -180,7 +187,10 @@ def sweep_line(t: pd.DataFrame, x: str, title: str = ""):
 
 
 def cache_hit_study(study: pd.DataFrame):
-    """Saving as a function of the read/write price ratio: where trimming starts to pay."""
+    """Saving as a function of the read/write price ratio: where trimming starts to pay
+    (None without a policy run to reprice)."""
+    if study.empty:
+        return None
     fig, ax = plt.subplots(figsize=(8, 4.5))
     study = study.copy()
     study["ratio"] = study["read_ratio"].astype(str) + " / " + study["write_ratio"].astype(str)

@@ -38,7 +38,8 @@ def _num(v, nd=0) -> str:
 
 
 def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
-          max_risk: dict[str, float] | None = None, slice: dict | None = None) -> dict[str, Any]:
+          max_risk: dict[str, float] | None = None, slice: dict | None = None,
+          min_per_session: float | None = None) -> dict[str, Any]:
     """Write the report into ``out_dir``: everything is written into a temporary folder inside
     it and moved into place once complete (``index.html`` last), so a failed or interrupted run
     leaves no partial report under the final names (and no new ``out_dir`` if it made one)."""
@@ -46,7 +47,8 @@ def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
     out_dir.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".report-tmp-", dir=out_dir))
     try:
-        res = _build(db, dataset, out_dir, stage, objective=objective, max_risk=max_risk, slice=slice)
+        res = _build(db, dataset, out_dir, stage, objective=objective, max_risk=max_risk, slice=slice,
+                     min_per_session=min_per_session)
         finals = [p.relative_to(stage) for p in stage.rglob("*") if p.is_file()]
         for rel in sorted(finals, key=lambda r: (r.name == "index.html", r.name == "report.md", str(r))):
             (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -62,7 +64,8 @@ def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
 
 
 def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str,
-           max_risk: dict[str, float] | None, slice: dict | None = None) -> dict[str, Any]:
+           max_risk: dict[str, float] | None, slice: dict | None = None,
+           min_per_session: float | None = None) -> dict[str, Any]:
     """The report of ``dataset``, written into ``stage`` (it is moved to ``out_dir`` afterwards),
     over the runs of ``slice`` (None: the runs of the whole dataset; a run's slice is its
     ``cache_config["slice"]``)."""
@@ -74,27 +77,29 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     from replay.experiments.breaks import breaks_summary
     from replay.experiments.validate import plot_worst, validate
 
-    max_risk = {"stale_refs": 0, "dangling_refs": 0} if max_risk is None else max_risk
     img = stage / "img"
     con = store.connect(db, read_only=True)
     try:
         overview = tables.dataset_overview(con, dataset)
         ds_meta = con.execute("SELECT key_fingerprint, token_counter FROM datasets WHERE name = ?",
                               [dataset]).fetchone()
-        rows = [r for r in compare(con, dataset) if r["cache_config"].get("slice") == slice]
+        every = compare(con, dataset)
+        rows = [r for r in every if r["cache_config"].get("slice") == slice]
         df = tables.runs(con, dataset)
         if not df.empty:
             df = df[df["run_id"].isin({r["run_id"] for r in rows})].reset_index(drop=True)
         fid = validate(con, dataset, ReplayOptions())
         tb = tables.tool_breakdown(con, dataset)
-        ans = answer(con, rows, objective, max_risk)
+        ans = answer(con, rows, objective, max_risk, min_per_session=min_per_session)
         brk = breaks_summary(con, dataset)
     finally:
         con.close()
     if not rows:
+        others = sorted({json.dumps(r["cache_config"].get("slice"), sort_keys=True) for r in every})
         raise ValueError(f"no finished runs for dataset {dataset!r}" + (
-            f" in the slice {json.dumps(slice, sort_keys=True)}; run `ctxreplay replay` with the same slice options "
-            "first" if slice else "; run `ctxreplay replay` first"))
+            f" in the slice {json.dumps(slice, sort_keys=True)}" if slice else " over the whole dataset") + (
+            f"; its runs are of other slices ({', '.join(others[:3])}): give the same slice options as their "
+            "`replay`, or run `ctxreplay replay` without them" if every else "; run `ctxreplay replay` first"))
     m = tables.with_baseline(df)
     mc = tables.calibrated(m)
     figures: list[tuple[str, str, Path]] = []  # (section, caption, png)
@@ -122,6 +127,8 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     sweeps = [s for s in mc["sweep_id"].dropna().unique()]
     for sid in sweeps:
         t = tables.sweep_table(mc, sid)
+        if t.empty:  # a sweep of baselines only (policy noop): nothing to draw against them
+            continue
         var = tables.varying_columns(t)
         name = f"sweep-{sid}"
         title = f"Sweep {sid}: {t['policy'].iloc[0]}"
@@ -142,7 +149,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     # ---- markdown: the answer first, then both variants, fidelity, detail ------------------
     gen = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     md: list[str] = [f"# ctxreplay policy report: {dataset}", ""]
-    md += sections.recommendation(ans, max_risk, bands, _img_md("answer", figures))
+    md += sections.recommendation(ans, bands, _img_md("answer", figures))
     md += sections.both_variants(rows)
     md += sections.bounds(rows)
     md += sections.fidelity(fid, _img_md("fidelity", figures))
@@ -159,7 +166,9 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         md += ["## Sweeps", ""]
         for sid in sweeps:
             n = int(((m["sweep_id"] == sid) & (m["policy"] != "noop")).sum())
-            md.append(f"Sweep `{sid}`: {n} runs (the charts show the calibrated variant; capacity 0 = unbounded).")
+            nb = int(((m["sweep_id"] == sid) & (m["policy"] == "noop")).sum())
+            md.append(f"Sweep `{sid}`: {n} runs (the charts show the calibrated variant; capacity 0 = unbounded)." if n
+                      else f"Sweep `{sid}`: {nb} no-op baseline(s) only, no policy runs to chart.")
         md += ["", _img_md("sweeps", figures), ""]
     if not study.empty:
         md += ["## Cost vs cache prices", "",
@@ -190,7 +199,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
                   "this slice; the dataset overview, fidelity check and tool breakdown cover the whole dataset)")
     (stage / "report.md").write_text("\n".join(md))
     (stage / "index.html").write_text(_html(md, figures, stage, dataset))
-    rec = tables.recommend(df, objective, max_risk)
+    rec = tables.compact(ans)
     return {"out": str(out_dir), "runs": len(rows), "figures": len(figures), "recommendation": rec, "answer": ans}
 
 

@@ -11,7 +11,8 @@ from typing import Any
 import pandas as pd
 
 from . import intervals as iv
-from .answer import BOUNDS, bound_runs, bound_share, interval_text, money, name, pct, settings, ttl_text
+from .answer import (BOUNDS, bound_runs, bound_share, interval_text, money, name, pct, per_session_text, settings,
+                     ttl_text)
 from .fidelity import NAMES, variant_fidelity
 
 VARIANT_NAME = {"calibrated": "calibrated", "model_only": "model only"}
@@ -34,16 +35,18 @@ def settings_text(policy: str, params: dict) -> str:
     return cell(", ".join(f"{k}={v}" for k, v in st.items())[:60]) if st else "defaults"
 
 
-def recommendation(ans: dict, max_risk: dict, fid_bands: dict[str, float | None], img: str) -> list[str]:
-    """The answer: one sentence, the units and method, the runner-up and margins, the chart."""
+def recommendation(ans: dict, fid_bands: dict[str, float | None], img: str) -> list[str]:
+    """The answer: one sentence, the rules it applied (risk filter, too small to act on), the
+    runs the risk filter dropped, the runner-up and margins, the chart."""
     fig = ans.get("figure", "cost")
     md = ["## Recommendation", ""]
     head = ans["headline"]
     if ans.get("best"):
         b = ans["best"]
         head = head.replace(f"Recommended: {b['name']}.", f"Recommended: **{b['name']}**.", 1)
-    elif ans.get("candidates"):
-        head = head.replace("No policy beats the baseline on these logs", "**No policy beats the baseline on these logs**", 1)
+    for plain in ("No policy beats the baseline on these logs", "No policy saves enough to act on"):
+        if ans.get("candidates") and head.startswith(plain):
+            head = head.replace(plain, f"**{plain}**", 1)
     md += [head, ""]
     if ans.get("bounds"):
         md += ["Offline-optimal bounds (what a policy that knew the whole log could save; same cache settings, "
@@ -52,21 +55,25 @@ def recommendation(ans: dict, max_risk: dict, fid_bands: dict[str, float | None]
                            for k, b in ans["bounds"].items())
                + ". Each policy's saving as a share of its bound: section *Offline-optimal bounds*.", ""]
     cal_band, mo_band = fid_bands.get("calibrated"), fid_bands.get("model_only")
-    md += [f"Objective: minimize **{fig}**; risk limit: " + ", ".join(f"{k} <= {v:g}" for k, v in max_risk.items())
-           + ". Savings are percent of the no-op baseline's " + ("cost and dollars" if fig == "cost" else
-                                                                  "context tokens and tokens")
-           + " (same dataset, cache and price settings); intervals are 95% paired bootstrap intervals over sessions "
-           f"({iv.N_RESAMPLES:,} resamples). A saving is **not distinguishable** when its interval contains 0 or it is "
-           "smaller than the baseline's own error against the recorded bill"
-           + (f" ({_abs_pct(cal_band)} of cost calibrated, {_abs_pct(mo_band)} model only)" if cal_band is not None
-              else "") + ".", ""]
+    floor = ans.get("min_saving_per_session")
+    md += [f"Objective: minimize **{fig}**; risk limit: {ans.get('risk_rule', '-')}. Savings are percent of the no-op "
+           "baseline's " + ("cost and dollars" if fig == "cost" else "context tokens and tokens")
+           + " (same dataset, slice, cache and price settings); intervals are 95% paired bootstrap intervals over "
+           f"sessions ({iv.N_RESAMPLES:,} resamples). A saving is **not distinguishable** when its interval contains 0 or "
+           "it is smaller than the baseline's own error against the recorded bill"
+           + (" (" + ", ".join(f"{_abs_pct(b)} of cost {n}" for b, n in ((cal_band, "calibrated"), (mo_band, "model only"))
+                                 if b is not None) + ")" if cal_band is not None or mo_band is not None else "")
+           + "; it is **too small to act on** when it is not distinguishable or less than "
+           + (f"{per_session_text(floor, fig)} per session replayed" if floor is not None else "the floor")
+           + ". Runs with any risk counter above its limit are dropped, whatever they save.", ""]
+    md += dropped_runs(ans.get("dropped") or [])
     lead = ans.get("best") or ans.get("closest")
     if lead and "runner_up" in ans:
         ru, m = ans["runner_up"], ans["margin_over_runner_up"]
         md.append(f"Runner-up: {ru['name']} (differs in {'; '.join(ans['runner_up_differs'])}): "
-                  f"{pct(ru['saved_pct'])} ({money(ru['saved'], fig)}). Margin: {money(m['value'], fig)} "
-                  f"({_pts(m['pct'])} of the baseline, 95% interval {interval_text(m['interval'])}"
-                  + ("" if m["distinguishable"] else ", not distinguishable") + ").")
+                  f"{pct(ru['saved_pct'])} ({money(ru['saved'], fig)}). Margin (difference of the two savings): "
+                  f"{money(m['value'], fig)} ({_pts(m['pct'])} of the baseline, 95% interval "
+                  f"{interval_text(m['interval'])}" + ("" if m["distinguishable"] else ", not distinguishable") + ").")
     if lead and "margin_over_source_default" in ans:
         d, m = ans["best_source_default"], ans["margin_over_source_default"]
         md.append(f"Margin over the best policy at its source's defaults ({d['name']}, {pct(d['saved_pct'])}): "
@@ -86,6 +93,22 @@ def recommendation(ans: dict, max_risk: dict, fid_bands: dict[str, float | None]
                       f"{'yes' if r['distinguishable'] else 'no'} |" + (f" {_share(r.get('bound'))} |" if has_bound else ""))
         md.append("")
     return md
+
+
+def dropped_runs(dropped: list[dict], top: int = 8) -> list[str]:
+    """The configurations the risk filter dropped, each with the counters over their limit."""
+    if not dropped:
+        return []
+    md = [f"Dropped by the risk filter ({len(dropped)} configuration(s); saving before the filter):", ""]
+    for d in dropped[:top]:
+        md.append(f"- {d['name']} ({pct(d['saved_pct'])}): " + ", ".join(
+            f"{o['counter']} {o['value']:,.0f} > {o['limit']:g}" for o in d["over"]))
+    if len(dropped) > top:
+        md.append(f"- and {len(dropped) - top} more (the leaderboard and risk tables list every run)")
+    first = dropped[0]["over"][0]  # the best saving the filter removed: the limit a reader most likely questions
+    return md + ["", "A counter's limit is raised with `--max-risk COUNTER=VALUE`; "
+                 f"`--max-risk {first['counter']}={first['value']:g}` would keep {dropped[0]['name']}"
+                 + ("" if len(dropped[0]["over"]) == 1 else " if its other counters were within their limits") + ".", ""]
 
 
 def _share_pct(v: float | None) -> str:
@@ -282,17 +305,26 @@ def per_agent(rows: list[dict]) -> list[str]:
 
 
 def risk(rows: list[dict]) -> list[str]:
-    md = ["## Risk", "", "| policy | settings | TTL | variant | busts | rewritten tokens | dangling refs | stale refs |"
-          " trimmed, re-read | mean hint distance (turns) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    from .rules import BASE_RISK_COUNTERS
+
+    md = ["## Risk", "", "Risk counters (docs/report.md, \"The rules\"): dangling refs, stale refs, trimmed then re-read, "
+          "and each policy's own (e.g. unseen_write_risk); the recommendation drops a run whose counter exceeds its "
+          "limit.", "",
+          "| policy | settings | TTL | variant | busts | rewritten tokens | dangling refs | stale refs |"
+          " trimmed, re-read | policy's own risk counters | mean hint distance (turns) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         f = r["figures"]
         if r["policy"] == "noop":
             continue
+        own = {k: v for k, v in (r.get("risk") or {}).items() if k not in BASE_RISK_COUNTERS}
         md.append(f"| {r['policy']} | {settings_text(r['policy'], r['params'])} | {r['cache_config'].get('ttl')} | "
                   f"{VARIANT_NAME.get(r['variant'], r['variant'])} | {count(f['busts'])} | {count(f['bust_tokens'])} | "
                   f"{count(f['dangling_refs'])} | {count(f['stale_refs'])} | {count(f['trimmed_reread'])} | "
+                  f"{cell(', '.join(f'{k} {count(v)}' for k, v in sorted(own.items())) or '-')} | "
                   f"{num(f['mean_hint_distance'], 1)} |")
     return md + [""]
 
 
-__all__ = ["both_variants", "bounds", "breaks", "fidelity", "leaderboard", "name", "per_agent", "recommendation", "risk", "ttl_text"]
+__all__ = ["both_variants", "bounds", "breaks", "dropped_runs", "fidelity", "leaderboard", "name", "per_agent",
+           "recommendation", "risk", "ttl_text"]

@@ -16,6 +16,7 @@ import pandas as pd
 from .compare import run_totals
 from .compare import variant_of as variant
 
+# shown beside savings; the recommendation's risk filter is analysis.rules (every risk counter, policies' own too)
 RISK_FIGURES = ("dangling_refs", "stale_refs", "trimmed_reread", "busts")
 
 
@@ -204,8 +205,11 @@ def cache_hit_study(df: pd.DataFrame, ratios: list[tuple[float, float]] | None =
     """
     ratios = ratios or [(0.1, 1.25), (0.1, 2.0), (0.25, 1.0), (0.5, 1.0), (1.0, 1.0)]
     m = with_baseline(df)
-    base = df[df["policy"] == "noop"].drop_duplicates(["dataset", "cache_config", "prices"], keep="last")
     rows = []
+    if m.empty:
+        return pd.DataFrame(rows, columns=["run_id", "label", "policy", "ttl", "read_ratio", "write_ratio", "hit_rate",
+                                           "saved_pct"])
+    base = df[df["policy"] == "noop"].drop_duplicates(["dataset", "cache_config", "prices"], keep="last")
     for r_ratio, w_ratio in ratios:
         c = reprice(m, r_ratio, w_ratio)
         b = reprice(base, r_ratio, w_ratio)
@@ -219,7 +223,9 @@ def cache_hit_study(df: pd.DataFrame, ratios: list[tuple[float, float]] | None =
             rows.append({"run_id": r["run_id"], "label": r["label"], "policy": r["policy"],
                          "ttl": r["cache_dict"].get("ttl"), "read_ratio": r_ratio, "write_ratio": w_ratio,
                          "hit_rate": r["hit_rate"], "saved_pct": (bc - c[i]) / bc if bc else np.nan})
-    return pd.DataFrame(rows)
+    # the columns even without a row, so a notebook's pivot of a database without policy runs is empty, not an error
+    return pd.DataFrame(rows, columns=["run_id", "label", "policy", "ttl", "read_ratio", "write_ratio", "hit_rate",
+                                       "saved_pct"])
 
 
 def tool_breakdown(con, dataset: str) -> pd.DataFrame:
@@ -244,48 +250,45 @@ def kind_breakdown(con, dataset: str) -> pd.DataFrame:
         [dataset]).df()
 
 
-def recommend(df: pd.DataFrame, objective: str = "cost", max_risk: dict[str, float] | None = None) -> dict[str, Any]:
-    """Best configuration under a risk limit, with its margin over the runner-up and the sources' defaults
-    (calibrated-variant runs; point figures only -- ``analysis.answer`` adds the intervals)."""
-    max_risk = {"stale_refs": 0, "dangling_refs": 0} if max_risk is None else max_risk
-    m = with_baseline(df)
-    if m.empty:
-        return {"objective": objective, "max_risk": max_risk, "best": None}
-    fig = "cost" if objective == "cost" else "context_tokens"
-    m = calibrated(m)
-    cand = m[m["policy"] != "noop"]
-    for k, v in max_risk.items():
-        cand = cand[cand[k] <= v]
-    base = m[m["policy"] == "noop"]
-    out: dict[str, Any] = {"objective": objective, "figure": fig, "max_risk": max_risk, "candidates": len(cand),
-                           "best": None}
-    if cand.empty:
-        return out
-    cand = cand.sort_values(fig)
-    b = cand.iloc[0]
-    out["best"] = _rec_row(b, fig)
-    if len(cand) > 1:
-        ru = cand.iloc[1]
-        out["runner_up"] = _rec_row(ru, fig)
-        out["margin_over_runner_up"] = float(ru[fig] - b[fig])
-    if not base.empty:
-        bb = base[base["cache_config"] == b["cache_config"]]
-        bb = bb.iloc[-1] if not bb.empty else base.iloc[-1]
-        out["baseline"] = _rec_row(bb, fig)
-        out["margin_over_baseline"] = float(bb[fig] - b[fig])
-    lb = defaults_leaderboard(m)
-    if not lb.empty:
-        d = lb[lb["policy"] != "noop"]
-        for k, v in max_risk.items():
-            d = d[d[k] <= v]
-        if not d.empty:
-            d = d.sort_values(fig).iloc[0]
-            out["best_source_default"] = _rec_row(d, fig)
-            out["margin_over_source_default"] = float(d[fig] - b[fig])
+COMPACT = ("objective", "figure", "verdict", "headline", "max_risk", "risk_rule", "min_saving_per_session",
+           "variant", "candidates", "best", "closest", "runner_up", "runner_up_differs", "margin_over_runner_up",
+           "best_source_default", "margin_over_source_default", "dropped", "without_baseline")
+
+
+def compact(ans: dict[str, Any]) -> dict[str, Any]:
+    """The recommendation part of ``analysis.answer.answer`` (no ranked table, no bounds)."""
+    return {k: ans[k] for k in COMPACT if k in ans}
+
+
+def recommend(con, df: pd.DataFrame | None = None, objective: str = "cost", max_risk: dict[str, float] | None = None,
+              *, dataset: str | None = None, slice: Any = "auto",
+              min_per_session: float | None = None) -> dict[str, Any]:
+    """The recommendation among the runs of ``df`` (default: every run of the dataset), made
+    exactly as the report makes it (``analysis.answer``): each run against the baseline
+    ``analysis.compare`` pairs it with (same dataset, slice, cache and price settings), the
+    risk filter and the too-small-to-act rule of ``analysis.rules``, margins as differences of
+    savings. Only runs of one session set are compared: ``slice`` (None = the whole dataset)
+    selects it, and ``other_slices`` counts the runs of ``df`` left out for being of another;
+    ``"auto"``: the slice of ``df``'s policy runs when they share one, else the whole dataset."""
+    from .answer import BOUNDS, answer
+    from .compare import compare
+
+    if dataset is None:
+        names = sorted(set(df["dataset"])) if df is not None and not df.empty else [
+            n for (n,) in con.execute("SELECT DISTINCT dataset FROM runs WHERE status = 'finished'").fetchall()]
+        if len(names) > 1:
+            raise ValueError(f"runs of several datasets ({', '.join(names)}): name one (dataset=...)")
+        dataset = names[0] if names else None
+    rows = compare(con, dataset) if dataset is not None else []
+    ids = None if df is None else set(df["run_id"])
+    chosen = [r for r in rows if ids is None or r["run_id"] in ids or r["policy"] == "noop" or r["policy"] in BOUNDS]
+    if isinstance(slice, str) and slice == "auto":
+        found = {json.dumps(r["cache_config"].get("slice"), sort_keys=True) for r in chosen
+                 if r["policy"] != "noop" and r["policy"] not in BOUNDS}
+        slice = json.loads(found.pop()) if len(found) == 1 else None
+    same = [r for r in chosen if r["cache_config"].get("slice") == slice]
+    out = compact(answer(con, same, objective, max_risk, min_per_session=min_per_session))
+    out["dataset"], out["slice"] = dataset, slice
+    out["other_slices"] = sum(1 for r in chosen if r["cache_config"].get("slice") != slice
+                              and r["policy"] != "noop" and r["policy"] not in BOUNDS)
     return out
-
-
-def _rec_row(r, fig: str) -> dict[str, Any]:
-    return {"run_id": r["run_id"], "policy": r["policy"], "params": r["params_dict"], "label": r["label"],
-            "ttl": r["cache_dict"].get("ttl"), fig: float(r[fig]), "cost": float(r["cost"]),
-            "risk": {k: float(r[k]) for k in RISK_FIGURES}}

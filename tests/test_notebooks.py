@@ -105,3 +105,28 @@ def test_prepare_default_path_and_idempotent(db):
     assert mod.prepare(db, quiet=True) == db.resolve()
     assert db.stat().st_mtime_ns == mtime  # an existing database is left alone
     assert not list(db.parent.glob("*.partial*"))
+
+
+@pytest.fixture(scope="module")
+def noop_db(tmp_path_factory) -> Path:
+    """Odd but valid: the sample with no policy run and no example sweep, only a no-op sweep over TTLs."""
+    from click.testing import CliRunner
+
+    from replay.cli import main
+
+    d = tmp_path_factory.mktemp("notebooks-noop")
+    path = d / "noop.duckdb"
+    spec = d / "noop.toml"
+    spec.write_text('name = "baselines"\npolicy = "noop"\n\n[cache]\nttl = ["log", "5m", "1h"]\n')
+    for args in (["ingest", str(ROOT / "datasets" / "sample" / "logs"), "--db", str(path), "--dataset", "sample", "-q"],
+                 ["sweep", str(spec), "--db", str(path), "--dataset", "sample"]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 0, r.output
+    return path
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_executes_on_a_database_without_policy_runs(name, noop_db):
+    nb = _execute(name, noop_db)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"{name}: {errors[0].ename}: {errors[0].evalue}"

@@ -47,12 +47,12 @@ def test_report_leads_with_the_answer(demo):
     # the answer, in percent and dollars, with its interval, before any fidelity plot
     assert md.index("## Recommendation") < md.index("## Baseline fidelity") < md.index("## Leaderboard")
     assert re.search(r"Recommended: \*\*devboy_lru \(capacity=unbounded\), TTL [^*]+\*\*", head), head
-    assert re.search(r"saves \+\d+\.\d\d% of cost \(\$\d+\.\d\d of \$\d+\.\d\d\), 95% interval "
-                     r"\+\d+\.\d\d% to \+\d+\.\d\d%", head), head
+    assert re.search(r"saves \+\d+\.\d\d% of cost \(\$\d+\.\d\d of \$\d+\.\d\d, \$\d+\.\d+ per session\), "
+                     r"95% interval \+\d+\.\d\d% to \+\d+\.\d\d%", head), head
     assert "model only: +" in head  # the same configuration's saving without the calibration
     # the runner-up names the setting it differs in, and the margin has $ and %
     runner = next(line for line in md.splitlines() if line.startswith("Runner-up:"))
-    assert re.search(r"differs in (TTL|capacity): ", runner) and re.search(r"Margin: \$\d+\.\d\d \(\d+\.\d\d% of", runner)
+    assert re.search(r"differs in (TTL|capacity): ", runner) and re.search(r"Margin \(difference of the two savings\): \$\d+\.\d\d \(\d+\.\d\d% of", runner)
     assert "capacity=0" not in md.split("## Reproducibility")[0]
     # fidelity: calibrated and model only side by side
     fid = md.split("## Baseline fidelity")[1].split("\n## ")[0]

@@ -312,11 +312,15 @@ def _print_variants(rows: list[dict]) -> None:
 @dataset_option()
 @out_dir_option("Directory for index.html, report.md and img/.", required=True)
 @objective_option("What the recommendation minimizes.")
-@max_risk_option("Risk limit of the recommendation [default: stale_refs=0, dangling_refs=0].")
+@max_risk_option("Raise (or set) the limit of one risk counter, or limit another run figure (repeatable), e.g. "
+                 "unseen_write_risk=80 or busts=10 [default: every risk counter <= 0].")
+@click.option("--min-saving", "min_saving", type=click.FloatRange(min=0), default=None, metavar="AMOUNT",
+              help="The saving per replayed session worth acting on, in the objective's units "
+              "[default: 0.01 ($) for cost, 1000 (context tokens) for tokens].")
 @slice_options
 @json_option("Print strict JSON: {out, runs, figures, recommendation, answer}.")
-def report(db, dataset, out_dir, objective, max_risk, since, until, projects, models, agents, tz_name, key_file,
-           as_json):
+def report(db, dataset, out_dir, objective, max_risk, min_saving, since, until, projects, models, agents, tz_name,
+           key_file, as_json):
     """Write the policy report, led by the answer: the recommendation (or "no policy beats the
     baseline on these logs") with its saving in percent and dollars, its 95% interval and the
     runner-up's differing setting; then each configuration's saving under both cache-model
@@ -328,19 +332,26 @@ def report(db, dataset, out_dir, objective, max_risk, since, until, projects, mo
     The report covers the runs of one slice of the dataset: without --since/--until/--project/
     --model/--agent the runs of the whole dataset, with them only the runs stored for exactly
     that slice (`replay` or `sweep` with the same options). The dataset overview, baseline
-    fidelity check and per-tool breakdown describe the whole dataset either way."""
-    from analysis.report import build
-    from replay.experiments.tune import parse_limits
-    from replay.experiments.sweep import SpecError
+    fidelity check and per-tool breakdown describe the whole dataset either way.
 
-    with fail_on(SpecError):
+    The recommendation's rules (docs/report.md): a run is measured only against the no-op
+    baseline of the same dataset, slice, cache and price settings; a run with any risk
+    counter above its limit is dropped and named with the counter and its value (risk
+    counters: dangling_refs, stale_refs, trimmed_reread and every policy counter named
+    *_risk or *_refs, such as unseen_write_risk; each limited to 0 unless --max-risk says
+    otherwise); a saving is acted on only when it is distinguishable and at least
+    --min-saving per session, else the answer is "no policy saves enough to act on"."""
+    from analysis.report import build
+    from analysis.rules import parse_limits
+
+    with fail_on(ValueError):
         limits = parse_limits(max_risk) if max_risk else None
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
     slc, _ = _wanted_slice(con, dataset, (since, until, projects, models, agents, tz_name, key_file))
     con.close()
     with fail_on(ValueError, OSError):
-        res = build(db, dataset, out_dir, objective=objective, max_risk=limits, slice=slc)
+        res = build(db, dataset, out_dir, objective=objective, max_risk=limits, slice=slc, min_per_session=min_saving)
     if as_json:
         from analysis.compare import strict
 

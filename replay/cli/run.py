@@ -335,8 +335,10 @@ def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
 
 def _print_tune(res: dict, objective: str) -> None:
     unit = "$" if objective == "cost" else "tokens "
-    out.print(f"tune [bold]{esc(res['tune_id'])}[/]: {res['trials']} trials ({res['feasible_trials']} within limits "
-              f"{esc(res['limits'] or 'none')}), objective {esc(res['figure'])}")
+    limits = ", ".join(f"{k} <= {v:g}" for k, v in (res["limits"] or {}).items())
+    out.print(f"tune [bold]{esc(res['tune_id'])}[/]: {res['trials']} trials ("
+              + (f"{res['feasible_trials']} within {esc(limits)}" if limits else "no risk limit")
+              + f"), objective {esc(res['figure'])}")
     if not res["best"]:
         out.print("[red]no configuration met the risk limits[/]")
         return
@@ -344,8 +346,10 @@ def _print_tune(res: dict, objective: str) -> None:
     out.print(f"best: {esc(json.dumps(b['params']))} {esc(json.dumps(b['cache'])) if b['cache'] else ''} -> "
               f"{unit}{b['objective']:,.2f} (run {esc(b['run_id'])})")
     if res["runner_up"]:
-        out.print(f"  margin over the runner-up {esc(json.dumps(res['runner_up']['params']))}: "
-                  f"{unit}{res['runner_up']['margin']:,.2f}")
+        ru = res["runner_up"]
+        # name the cache setting too: runs that differ only in it would otherwise read as the same configuration
+        out.print(f"  margin over the runner-up {esc(json.dumps(ru['params']))}"
+                  f"{' ' + esc(json.dumps(ru['cache'])) if ru.get('cache') else ''}: {unit}{ru['margin']:,.2f}")
     if res.get("defaults"):
         out.print(f"  margin over the source's defaults: {unit}{res['defaults']['margin']:,.2f}")
 
