@@ -32,7 +32,7 @@ from .tables import non_default, show_value
 
 FIGURE = {"cost": "cost", "tokens": "context_tokens"}
 # The offline-optimal bounds (`ctxreplay bound`, replay/experiments/bound.py): stored as runs, never recommended.
-BOUNDS = {"bound_insert": "insert-time", "bound_retro": "lossless retroactive"}
+BOUNDS = {"bound_insert": "insert-time", "bound_retro": "lossless"}
 UNIT = {"cost": ("of cost", "$"), "context_tokens": ("of context tokens", "tokens")}
 
 

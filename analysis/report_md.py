@@ -129,12 +129,13 @@ def bounds(rows: list[dict]) -> list[str]:
         return []
     md = ["## Offline-optimal bounds", "",
           "What a policy that knew the whole log in advance could save (`ctxreplay bound`; docs/bound.md), priced by "
-          "the same engine and cache model. **Insert-time** (`bound_insert`): every byte-identical repeat of a block "
-          "still in context, and every file read whose lines an earlier read of the same file still in context "
-          "covers with no write in between, becomes an 8-token hint, unbounded cache, no busts. **Lossless retroactive** "
-          "(`bound_retro`): tool results repeated later, or superseded by a later covering read of the same file, are "
-          "removed at the best set of requests a per-stream dynamic program finds. Insert-time policies are measured "
-          "against the insert-time bound, policies that rewrite history against the retroactive one. Lossy policies "
+          "the same engine and cache model. **Insert-time** (`bound_insert`), the bound of every insert-time lossless "
+          "policy: every byte-identical repeat of a block still in context, and every file read whose lines an earlier "
+          "read of the same file still in context covers with no write in between, is removed as it arrives; no "
+          "busts. **Lossless** (`bound_retro`), the bound of every lossless policy, retroactive ones too: in addition, "
+          "every read that a later read of the same file covers is removed as it arrives (a relaxation no policy can "
+          "reach). Insert-time policies are measured against the insert-time bound, policies that rewrite history "
+          "against the lossless one. Lossy policies "
           "(compaction, clearing old tool results) remove what the lossless bound keeps, so they can exceed 100%.", "",
           "| bound | TTL | variant | cost saved | $ saved | context saved | run |", "|---|---|---|---|---|---|---|"]
     for key in found:

@@ -71,9 +71,9 @@ def non_default(policy: str, params: dict) -> dict:
 
     cls = REGISTRY.get(policy)
     if cls is None and policy in ("bound_insert", "bound_retro"):
-        from replay.experiments.bound import InsertBound, RetroBound
+        from replay.experiments.bound import InsertBound, LosslessBound
 
-        cls = InsertBound if policy == "bound_insert" else RetroBound
+        cls = InsertBound if policy == "bound_insert" else LosslessBound
     if cls is None or policy == "pipeline":
         return params
     defaults = {f.name: f.default for f in dataclasses.fields(cls.Params)

@@ -1,4 +1,4 @@
-"""`ctxreplay bound`: the offline-optimal bounds (insert-time and lossless retroactive), stored as runs."""
+"""`ctxreplay bound`: the offline-optimal bounds (insert-time and lossless), stored as runs."""
 
 from __future__ import annotations
 

@@ -147,7 +147,7 @@ def _bounds(con) -> dict:
 
     from replay.engine import ReplayOptions
     from replay.experiments import runs
-    from replay.experiments.bound import InsertBound, retro_policy
+    from replay.experiments.bound import InsertBound, LosslessBound
     from replay.model.cache import CacheConfig
     from replay.policies import Noop
 
@@ -162,7 +162,7 @@ def _bounds(con) -> dict:
             opts = ReplayOptions(CacheConfig(ttl=ttl, observed_evictions=evictions))
             if ttl != "log":
                 runs.run_policy(con, ds, Noop(), opts)  # the bound's baseline at this TTL
-            for policy in (InsertBound(), retro_policy(ds, opts)):
+            for policy in (InsertBound(), LosslessBound()):
                 run_id, results = runs.run_policy(con, ds, policy, opts)
                 cost = sum(r.figures["cost"] for r in results)
                 found.setdefault(policy.name, {}).setdefault(ttl, {})[variant.replace("-", "_")] = {

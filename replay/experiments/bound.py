@@ -1,74 +1,54 @@
-"""The offline-optimal bounds (issue 13 item 2): what a policy that knew the future could save.
+"""The offline-optimal bounds (issues 13 and 24): what a lossless policy that knew the future could save.
 
 Two bounds, each a `Policy` subclass priced by `replay.engine.replay_session` under the same
 cache model as every policy, and stored as runs (``bound_insert``, ``bound_retro``) so that
 `compare` and the report can use them. Neither is in the policy REGISTRY: they are not
-policies an agent could run, they need the whole log in advance.
+policies an agent could run. A bound bounds its class: every policy of the class, at any
+setting, on any session, costs at least the bound (tests/test_bound_class.py; the classes
+and the one stated slack: docs/bound.md). Both rest on the engine's invariant that shrinking
+blocks as they arrive never costs more (tests/test_shrink_invariant.py).
 
 Insert-time bound (``bound_insert``)
-    A tool result is replaced, when it arrives, by a reference hint of ``hint_tokens`` o200k
-    tokens (default 8: devboy's terse hint, the smallest hint of the sources; read_range_dedup's
-    is 14), converted to the stream's units (x ``Stream.bpe_ratio``), when it is, in the same
-    compaction partition of the same stream (the earlier copy is still in context), either
+    Class: insert-time lossless policies. A block is removed (``hint_tokens`` 0; 8 = devboy's
+    terse hint, the old bound) when it arrives if, in the same compaction partition of the
+    same stream (the earlier copy is still in context), it is
     * a byte-identical repeat: its bytes (keyed content hash ``Stream.chash``) equal a block
-      already appended (any block kind), or
+      of any kind already appended, or
     * a covered re-read: a non-error read result (tool kind ``read``) of a path
       (``Stream.resource``) whose line span lies inside the span of an earlier non-error read
-      result of the same path (delivered in full or itself hinted: its bytes are in context
-      either way), with no mutating tool result (tool kind ``mutate``: Edit/Write/MultiEdit/
-      NotebookEdit and the shell commands the ingest attributes a written path to) of that
+      result of the same path, with no mutating tool result (tool kind ``mutate``) of that
       path in between, and no read of the path in between with the same (line_start,
       line_end) as an indexed read but another content hash (the file changed unseen: the
       path's index is dropped). Spans are read_range_dedup's (`replay.policies.
-      read_range_dedup.span`): an open-ended read of [s, EOF) covers [s, s + 1999] only
-      (its ``open_read_lines`` default, Claude Code's Read cap).
-    A result smaller than the hint is kept. No size threshold, no capacity (an unbounded
-    cache), no lookback window, no block for opaque shell calls (as read_range_dedup's
-    defaults: a shell command that writes a file the ingest cannot name is invisible);
-    history is never rewritten, so no cache busts. Every registered insert-time policy
-    replaces a subset of these blocks by a hint at least as large, so none saves more:
-    devboy_lru and jp_resource_dedup hint byte-identical repeats (identical (URI, checksum) =
-    identical bytes); read_range_dedup hints covered re-reads under the same rule with
-    ``require_no_mutation=True`` and ``open_read_lines=2000`` (its defaults), whatever its
-    ``min_tokens``, ``lookback_turns`` and ``opaque_shell_blocks``. Not covered: its unsafe
-    what-ifs ``require_no_mutation=False`` and ``open_read_lines=None`` (an open read taken
-    to cover the whole file).
+      read_range_dedup.span`): an open-ended read covers 2000 lines.
+    Members: devboy_lru and jp_resource_dedup (index reset at compactions), read_range_dedup
+    at its safe settings, cupel_dedup with score=size (the earliest copy survives: each later
+    copy is removed at its first request).
 
-Lossless retroactive bound (``bound_retro``)
-    Removable (size -> 0, as supersede's hidden results) is a tool result i of a stream that
-    is, later in the same compaction partition,
-    * exactly repeated: a block j > i with the same ``chash`` (any block kind), or
-    * superseded: a later non-error read result j (tool kind ``read``) of the same
-      ``resource`` whose line range covers i's (`replay.policies.common.covers`: a whole-file
-      read covers every range), i itself a non-error read result, with no block of a mutating
-      tool (tool kind ``mutate``: Edit/Write/MultiEdit/NotebookEdit) on that resource between
-      i and j (a shell command that changes the file is invisible in the trace).
-    i becomes removable at the first request after j. Removing it loses nothing: its bytes are
-    still in context (j, or a later copy of j). The candidates are computed by
-    `replay.policies.lossless.removals`, shared with the ``cache_aware_trim`` policy.
+Lossless bound (``bound_retro``)
+    Class: every lossless policy, retroactive or insert-time or both: the insert-time class,
+    and, at any request, the removal of a block with a later byte-identical copy or of a read
+    that a later non-error read of the same path covers (`replay.policies.common.covers`)
+    with no mutating tool result of the path in between (the candidates of
+    `replay.policies.lossless.removals`, shared with cache_aware_trim). Members: cupel_dedup
+    at every setting, cache_aware_trim without ``lossy``, pipelines of lossless steps.
+    Bound (a relaxation): the insert-time bound's removals, and every such superseded read
+    removed as it arrives (before the read that supersedes it: no policy can). For a pair of
+    identical copies the earlier is kept; from the later copy on the same bytes are in
+    context as under any policy that keeps one. Slack: where the removed later copy lay in a
+    request's uncached tail, the bound writes bytes a policy keeping that copy sends uncached
+    (at most the write premium on the log's uncached tokens).
 
-    Class of schedules optimized over: *flush schedules*. A schedule is a set F of request
-    indices of each stream; before every request in F, every removal that has become
-    available and is not applied yet is applied (all at once); nothing else is ever removed.
-    The empty schedule (= noop) and the eager one (F = every request, supersede's timing)
-    are in the class. Removals are never partial, never reverted, and never applied to a
-    subset of what is pending.
-
-    Optimizer: per stream (streams have separate caches), a dynamic program over the
-    candidate flush points (every request at which some removal is pending) in request
-    order. Node j stands for "the last flush so far is at j"; its schedule S_j is its best
-    predecessor's schedule plus j. Each node's schedule is replayed once through the engine
-    (per-request detail), which prices every request before any later flush k exactly:
-    P_j(k) = the billed cost of requests < k under S_j. The predecessor of k is the node
-    (or the empty schedule) with the least P_j(k). The answer is the cheapest of the nodes'
-    full-stream totals, the empty schedule's and the eager schedule's, each an exact engine
-    price. The DP is exact under one approximation: that the cost after a flush at k does not
-    depend on the schedule before k (the flush busts the cache from its first removed block,
-    so the requests after it pay the same prefix either way); what the engine's cache carries
-    across a flush below that block (entry ages, TTL refreshes) can differ between
-    predecessors, so on some sessions a schedule of the class may beat it by that much.
-    tests/test_bound.py checks it against brute force over every schedule on small sessions.
-    Cost: one replay of a stream per candidate, O(requests^2) request steps per stream.
+What retroactive removal achieves (``retro_flush``, printed by ``ctxreplay bound``)
+    The best *flush schedule* a per-stream dynamic program finds: a schedule is a set F of
+    request indices; before every request in F, every removal that has become available and
+    is not applied yet is applied. Node j stands for "the last flush so far is at j"; its
+    schedule S_j is its best predecessor's schedule plus j, replayed once through the engine
+    (per-request detail), which prices every request before any later flush k exactly. The
+    answer is the cheapest of the nodes', the empty schedule's and the eager schedule's
+    totals. Exact up to one approximation (the cost after a flush at k taken as independent
+    of the schedule before k), so it is achievable but not a bound; tests/test_bound.py
+    checks it against brute force on small sessions.
 """
 
 from __future__ import annotations
