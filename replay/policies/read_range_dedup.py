@@ -62,11 +62,12 @@ hint a shell call could have invalidated): 14 hints, 0 ``unseen_write_risk``, +0
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from replay.model.arrays import K_TOOL_RESULT, TOOL_KIND_CODE, Stream
-from replay.policies.base import Context, Policy
-from replay.policies.common import count_hint
+from replay.policies.base import Context, Policy, one_of
+from replay.policies.common import READ_LINE_CAP, count_hint, read_span, verified_cover
 
 # The hint's rendered form and its size in o200k tokens (the ingest's counter; the test checks it).
 HINT_TEMPLATE = "> [ref: {call}, lines {start}-{end}]"
@@ -77,8 +78,9 @@ _READ = TOOL_KIND_CODE["read"]
 _MUTATE = TOOL_KIND_CODE["mutate"]
 _SHELL = TOOL_KIND_CODE["shell"]
 INF = 1 << 62
+VERIFY = ("lines", "trust")
 
-EXTRA_METRICS = ("range_unproven", "unseen_write_risk")
+EXTRA_METRICS = ("hints_verified", "hints_trusted", "trust_refuted", "unseen_write_risk")
 
 
 def span(ls: int, le: int, open_lines: int | None) -> tuple[int, int]:
@@ -101,19 +103,23 @@ class _Entry:
 
 
 class _State:
-    __slots__ = ("reads", "last_mut", "opaque")
+    __slots__ = ("reads", "last_mut", "opaque", "others")
 
-    def __init__(self) -> None:
+    def __init__(self, st: Stream) -> None:
         self.reads: dict[int, list[_Entry]] = {}   # path -> full deliveries still in context, oldest first
         self.last_mut: dict[int, int] = {}         # path -> last block that mutated it
         self.opaque = 0                            # shell results with no known path so far
+        self.others: dict[int, list[int]] = {}     # path -> times the session's other streams wrote it
+        for ts, res in st.other_writes:
+            if ts >= 0:
+                self.others.setdefault(res, []).append(ts)
 
 
 class ReadRangeDedup(Policy):
-    """A file read whose line range an earlier read of the same path still in context covers (no write in between) becomes a ~14-token hint naming that call (insert-time)."""
+    """A file read whose lines an earlier read of the same path still in context shows identical (keyed per-line hashes; no write in between) becomes a ~14-token hint naming that call (insert-time)."""
 
     name = "read_range_dedup"
-    source = "ctxreplay (this project, issue 14 item 2; not a seed)"
+    source = "ctxreplay (this project, issue 14 item 2, issue 24 item 3; not a seed)"
 
     @dataclass(frozen=True)
     class Params:
@@ -126,16 +132,22 @@ class ReadRangeDedup(Policy):
         # Only an original within this many user turns of the re-read is referenced (None: any in
         # the partition; the partition already bounds what is in context).
         lookback_turns: int | None = None
-        # A visible write of the path (tool kind mutate on the same resource) between the reads
+        # A visible write of the path (tool kind mutate on the same resource, in this stream or,
+        # by time, in another stream of the session: a Task subagent's edit) between the reads
         # prevents the hint. False is an unsafe what-if: hints then cross writes (stale_refs).
         require_no_mutation: bool = True
-        # A shell call whose path the trace cannot tell (might have written the file) between the
-        # reads also prevents a hint not provably identical (different range). Off by default:
-        # such hints are counted in unseen_write_risk instead.
+        # "lines": a hint only where the earlier read proves the re-read's content (same content
+        # hash, or every numbered line identical by its keyed hash). "trust": the issue-14 rule,
+        # a covering range is taken to hold the same lines unless a write was seen (unsafe: see
+        # the module docstring for how often it is wrong).
+        verify: str = "lines"
+        # (trust only) A shell call whose path the trace cannot tell (might have written the file)
+        # between the reads also prevents a hint not provably identical. Off by default: such
+        # hints are counted in unseen_write_risk instead.
         opaque_shell_blocks: bool = False
         # Lines an open-ended read (no limit) is taken to have returned: Claude Code's Read cap of
         # 2000. None: an open-ended read covers the rest of the file.
-        open_read_lines: int | None = 2000
+        open_read_lines: int | None = READ_LINE_CAP
         # Size of the hint in o200k tokens (the rendered HINT_TEMPLATE).
         hint_tokens: float = HINT_TOKENS
 
@@ -149,13 +161,14 @@ class ReadRangeDedup(Policy):
                                      f"integer or None, got {v!r}")
             if not isinstance(self.hint_tokens, (int, float)) or self.hint_tokens < 0:
                 raise ValueError(f"hint_tokens must be a non-negative number, got {self.hint_tokens!r}")
+            one_of(self, "verify", VERIFY)
 
     append_kinds = frozenset({K_TOOL_RESULT})
 
     def start_stream(self, ctx: Context) -> None:
         for f in EXTRA_METRICS:
             ctx.metrics.setdefault(f, 0.0)
-        ctx.state["rrd"] = _State()
+        ctx.state["rrd"] = _State(ctx.stream)
 
     def on_compaction(self, ctx: Context, pos: int) -> None:
         ctx.state["rrd"].reads.clear()  # earlier reads are no longer in context
@@ -175,7 +188,8 @@ class ReadRangeDedup(Policy):
             if self.params.require_no_mutation:
                 s.reads.pop(res, None)
             return size
-        if tk != _READ or st.is_error[i]:
+        # a client's preview of a result too large to keep is not the range it asked for
+        if tk != _READ or st.is_error[i] or i in st.previews:
             return size
         p = self.params
         first, last = span(st.line_start[i], st.line_end[i], p.open_read_lines)
@@ -183,7 +197,8 @@ class ReadRangeDedup(Policy):
         if entries:
             ls, le, ch = st.line_start[i], st.line_end[i], st.chash[i]
             # same range, other content: the file changed unseen; nothing earlier can be trusted
-            if any(e.ls == ls and e.le == le and e.chash != ch for e in entries):
+            # (verified hints need no such guess: each is checked against its original's lines)
+            if p.verify == "trust" and any(e.ls == ls and e.le == le and e.chash != ch for e in entries):
                 entries.clear()
             elif size >= st.tokens[i] and st.bpe[i] >= p.min_tokens:
                 hit = self._match(ctx, s, i, entries, first, last)
@@ -193,18 +208,37 @@ class ReadRangeDedup(Policy):
             s.reads.setdefault(res, []).append(_Entry(st, i, first, last, s.opaque))
         return size
 
+    def _written_between(self, s: _State, st: Stream, e: _Entry, i: int) -> bool:
+        """Another stream of the session wrote the path between the original and the re-read."""
+        times = s.others.get(st.resource[i])
+        if not times or not self.params.require_no_mutation:
+            return False
+        t0, t1 = st.ts[e.pos], st.ts[i]
+        if t0 < 0 or t1 < 0:
+            return False
+        k = bisect_right(times, t0)
+        return k < len(times) and times[k] <= t1
+
     def _match(self, ctx: Context, s: _State, i: int, entries: list[_Entry], first: int, last: int) -> _Entry | None:
         st, p, eff = ctx.stream, self.params, ctx.eff
-        ls, le, ch = st.line_start[i], st.line_end[i], st.chash[i]
+        ch = st.chash[i]
+        trust = p.verify == "trust"
         # stripped originals are no longer in context
         entries[:] = [e for e in entries if eff[e.pos] >= st.tokens[e.pos]]
         best = None
         for e in reversed(entries):  # most recent first; an exact repeat wins
-            if e.first > first or e.last < last:
-                continue
             if p.lookback_turns is not None and st.user_turn[i] - st.user_turn[e.pos] > p.lookback_turns:
                 continue
-            proven = e.ls == ls and e.le == le and e.chash == ch
+            if self._written_between(s, st, e, i):
+                continue
+            if not trust:
+                if verified_cover(st, i, e.pos, p.open_read_lines):
+                    best = e
+                    break
+                continue
+            if e.first > first or e.last < last:
+                continue
+            proven = e.chash == ch
             if not proven and p.opaque_shell_blocks and s.opaque > e.opaque:
                 continue
             if proven:
@@ -216,8 +250,12 @@ class ReadRangeDedup(Policy):
             return None
         m = ctx.metrics
         count_hint(ctx, i, best.pos, s.last_mut.get(st.resource[i], -1) > best.pos)
-        if not (best.ls == ls and best.le == le and best.chash == ch):
-            m["range_unproven"] += 1
+        if verified_cover(st, i, best.pos, p.open_read_lines):
+            m["hints_verified"] += 1
+        else:
+            m["hints_trusted"] += 1
+            if read_span(st, i) is not None and read_span(st, best.pos) is not None:
+                m["trust_refuted"] += 1  # both show their lines, and they differ
             if s.opaque > best.opaque:
                 m["unseen_write_risk"] += 1
         return best
