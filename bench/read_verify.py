@@ -8,7 +8,9 @@ no-op baseline and read_range_dedup with ``verify=lines`` and ``verify=trust`` (
 variant), and print per run: hints, hints verified (byte-identical, or every line identical by
 its keyed hash), hints taken on trust, trust hints the line hashes refute, tokens removed at
 insert, and the cost saved with its 95% interval (`ctxreplay compare`). Through the CLI, as a
-user would run it; the commands are printed as they run.
+user would run it; the commands are printed as they run. A second table replays the trust rule
+as issue 14 shipped it (previews taken for the range they asked for, other streams' writes
+unseen) through the Python API, with the same counts.
 """
 
 from __future__ import annotations
@@ -61,6 +63,32 @@ def savings(db: Path) -> dict[str, str]:
     return got
 
 
+def issue14_rule(db: Path) -> dict[str, int]:
+    """The trust rule with the trace's preview marks and other streams' writes hidden."""
+    import duckdb
+
+    from replay.engine import ReplayOptions, replay_session
+    from replay.model.arrays import load_dataset
+    from replay.model.cache import CacheConfig
+    from replay.model.costs import PriceTable
+    from replay.policies.read_range_dedup import ReadRangeDedup
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        ds = load_dataset(con, "default")
+    finally:
+        con.close()
+    tot: dict[str, int] = {}
+    policy = ReadRangeDedup(ReadRangeDedup.make_params({"verify": "trust"}))
+    for s in ds.sessions:
+        for st in s.streams:
+            st.previews, st.other_writes = frozenset(), []
+        figs = replay_session(s, ds.vocab, policy, ReplayOptions(CacheConfig(), PriceTable())).figures
+        for k in ("hints", "hints_verified", "hints_trusted", "trust_refuted"):
+            tot[k] = tot.get(k, 0) + int(figs.get(k, 0))
+    return tot
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--logs", type=Path, default=ROOT.parent / "shared" / "logs")
@@ -82,6 +110,13 @@ def main() -> None:
             f = figs[mode]
             print(f"| {corpus} | {mode} | {f['hints']:.0f} | {f['verified']:.0f} | {f['trusted']:.0f} | "
                   f"{f['refuted']:.0f} | {f['tokens_saved']:,.0f} | {saved.get(mode, '—')} |")
+    print("\nThe trust rule as issue 14 shipped it (previews and other streams' writes not seen):\n")
+    print("| corpus | hints | verified | on trust | refuted (lines differ) | unverifiable (no lines) |")
+    print("|---|---|---|---|---|---|")
+    for corpus in ("claude-code", "entire-cli"):
+        t = issue14_rule(a.out / f"{corpus}.duckdb")
+        print(f"| {corpus} | {t['hints']} | {t['hints_verified']} | {t['hints_trusted']} | {t['trust_refuted']} | "
+              f"{t['hints_trusted'] - t['trust_refuted']} |")
 
 
 if __name__ == "__main__":

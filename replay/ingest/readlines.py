@@ -38,6 +38,28 @@ def is_preview(text: str) -> bool:
     return text[:256].lstrip().startswith(PREVIEW_OPEN)  # no copy of a long result
 
 
+def numbered_parts(text: str) -> tuple[list[tuple[str, str]], str] | None:
+    """(per numbered line (its number and separator as written, its text), what follows the
+    run from its newline on) of a read's result, None when it does not open with a numbered
+    line: what the anonymizer keeps (the numbers) and fills (each line alone)."""
+    if _NUMBERED.match(text) is None:
+        return None
+    out: list[tuple[str, str]] = []
+    pos, expect = 0, None
+    while pos <= len(text):
+        end = text.find("\n", pos)
+        line = text[pos:] if end < 0 else text[pos:end]
+        m = _NUMBERED.match(line)
+        if m is None or (expect is not None and int(m.group(1)) != expect):
+            break
+        expect = int(m.group(1)) + 1
+        out.append((line[:m.end()], line[m.end():]))
+        if end < 0:
+            return out, ""
+        pos = end + 1
+    return out, text[pos - 1:]
+
+
 def numbered_lines(text: str) -> tuple[int, list[str]] | None:
     """(number of the first line, the texts of the consecutively numbered lines from there) of a
     read's result, None when it does not open with a numbered line. What follows the run (a

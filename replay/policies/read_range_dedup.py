@@ -9,55 +9,70 @@ the same offset/limit: the range is where the repeats are.
 Rule (insert-time, append-only: no block already in context changes, so no cache bust):
 
 * a successful read-kind tool result (``Read``/``NotebookRead``; the trace's tool kind
-  ``read``) of a path (``Stream.resource``) whose line range (``line_start``/``line_end``) is
-  covered by an earlier *full delivery* of a read of the same path is replaced by a reference
-  hint naming the earlier call, e.g. ``> [ref: tc_42, lines 120-180]`` (14 o200k tokens,
-  counted by the ingest's o200k counter; devboy's standard hint is 11-12), converted to the
-  stream's units with ``ctx.units``;
+  ``read``) of a path (``Stream.resource``) whose content an earlier *full delivery* of a read
+  of the same path proves (below) is replaced by a reference hint naming the earlier call,
+  e.g. ``> [ref: tc_42, lines 120-180]`` (14 o200k tokens, counted by the ingest's o200k
+  counter; devboy's standard hint is 11-12), converted to the stream's units with ``ctx.units``;
 * the earlier read must still be in context: the same compaction partition (a compaction
   boundary clears the index) and not stripped (its size in ``ctx.eff`` is still its full
   size: in a pipeline a retroactive step may have removed it), optionally within
   ``lookback_turns`` user turns;
-* with ``require_no_mutation`` (default), a mutating tool result (tool kind ``mutate``:
-  Edit/Write/MultiEdit/NotebookEdit, and shell commands the ingest classifies as writing a
-  path, e.g. ``sed -i``, ``> file``) of the same path drops the earlier reads of that path
-  from the index, so no hint crosses a visible write;
-* a read whose range equals an indexed read's but whose content hash differs proves the file
-  changed in between (a write the trace did not attribute): the path's index is dropped and
-  the read is delivered in full (it becomes the new original).
+* with ``require_no_mutation`` (default), a mutating tool result of the same path (tool kind
+  ``mutate``: Edit/Write/MultiEdit/NotebookEdit; for Codex, Gemini CLI and Copilot CLI logs
+  also the shell commands their readers classify as writing a path, e.g. ``sed -i F``, ``>
+  F``; a Claude Code ``Bash`` call never names a path, see ``docs/readers.md``) drops the
+  earlier reads of that path from the index, and a write of the path by another stream of the
+  session (a Task subagent's edit, by time: ``Stream.other_writes``) between the two reads
+  prevents the hint, so no hint crosses a visible write;
+* a client's preview of a result too large to keep (Claude Code's ``<persisted-output>``,
+  its first 2 KB: ``Stream.previews``) is never a full read of the range it asked for: it is
+  neither an original nor hinted.
 
-Coverage: ``line_start = -1`` is a read from line 1, ``line_end = -1`` a read to the end of
-the file. Claude Code's Read returns at most 2000 lines when no limit is given, so an
-open-ended read of lines [s, EOF) is taken to cover [s, s + ``open_read_lines`` - 1] only
-(default 2000); ``open_read_lines=None`` trusts an open read to cover the whole file (what
-an unbounded read would mean for an agent without the cap). Lines cut at 2000 characters by
-Read are not modelled.
+Proof (``verify``). The trace keeps a keyed hash of each whole result and, for results that
+show numbered lines (Claude Code's ``   N→text``), a keyed 64-bit hash of every line
+(``read_lines``, ``docs/trace-format.md``). With ``verify = "lines"`` (default) a re-read is
+hinted only when an earlier read proves it (``replay.policies.common.verified_cover``): the
+two results are byte-identical (same content hash), or every numbered line the re-read shows
+is identical to the same line of the earlier read (``lines_equal``) and, where the re-read
+stopped before the end it asked for (the end of the file), the earlier read shows no line
+after it (else the file shrank). The most recent proving read is the original. With
+``verify = "trust"`` (the issue-14 rule, unsafe) a re-read is hinted when its line range
+(``line_start``/``line_end``) is covered by an earlier read's, taken on trust that the file did
+not change unseen; a read whose range equals an indexed read's with another content hash then
+proves a change and drops the path's index. Coverage: ``line_start = -1`` is a read from line
+1, ``line_end = -1`` a read to the end of the file; Claude Code's Read returns at most 2000
+lines when no limit is given, so an open-ended read of lines [s, EOF) is taken to cover [s, s +
+``open_read_lines`` - 1] only (default 2000); ``open_read_lines=None`` takes an open read for
+the whole file. Lines cut at 2000 characters by Read are hashed as shown.
 
-What the trace can prove about content identity, and what it cannot: the trace keeps a keyed
-hash of each *whole* result, never per line. A repeat with the same range and the same hash
-is provably identical (``hints - range_unproven``). A narrower (or differently bounded) range
-inside an earlier read cannot be checked against anything: its identity rests on the
-assumption that the file did not change between the two reads, which the trace supports
-only as far as it sees writes. Such hints are counted in ``range_unproven``; those among them
-with a shell call in between whose path the ingest could not tell (a ``Bash`` command with
-no resource, which might have written the file: a script, a build, ``git checkout``) are
-counted in ``unseen_write_risk`` — the hints that could be wrong. With
-``require_no_mutation=False`` (a what-if, not safe) hints also cross visible writes; those
-count in ``stale_refs`` like devboy's.
+Figures per run: ``hints``; ``hints_verified`` (proven as above, whatever ``verify``);
+``hints_trusted`` (taken on trust: ``trust`` only); ``trust_refuted`` (trusted hints whose
+line hashes show a line that differs, or lines the original did not show: wrong hints);
+``unseen_write_risk`` (trusted hints with a shell call of unknown path in between: a script,
+a build, ``git checkout``; with ``opaque_shell_blocks=True`` such hints are not made);
+``hint_distance`` (user turns to the original); ``dangling_refs`` (0 by construction: the
+index is per partition); ``stale_refs`` (hints across a visible write of the path: only with
+``require_no_mutation=False``, a what-if).
 
-Other risk figures: ``hints``, ``hint_distance`` (user turns to the original),
-``dangling_refs`` (0 by construction: the index is per partition).
+Measured on the shared corpus by ``python bench/read_verify.py`` (calibrated variant, TTL
+from the log; intervals are compare's 95% paired bootstrap over sessions). The trust rule as
+issue 14 shipped it (previews taken for their range, other streams' writes unseen) made 26
+hints on the 27 ``claude-code/`` logs and 147 on ``entire-cli/``: 6 of these 173 (3.5%) fail
+verification, 4 whose lines differ from the original's (1 and 3) and 2 whose original was a
+``<persisted-output>`` preview (no lines to check). With previews marked, ``trust`` makes 24 and
+147 hints, 1 and 3 refuted (4 of 171, 2.3%); this corpus holds no separate subagent files, so
+other streams' writes prevent none. Defaults (``lines``): 24 hints on ``claude-code/``, all
+verified, 23.3k tokens removed at insert, cost saved +0.28% [+0.05, +0.69] (trust +0.33%
+[+0.07, +0.76]); 151 on ``entire-cli/``, all verified, 162.0k tokens, +1.01% [+0.62, +1.52]
+(trust 147, +1.00% [+0.61, +1.50]): line hashes prove 7 re-reads the range rule cannot cover
+(each re-reads the last lines of a file, from an offset to its end, after a read that showed
+the whole file: the range rule takes the re-read to ask for 2000 lines past the earlier read's
+cap) and refuse the 3 wrong ones. 0 busts. Small, but ahead of both source dedups and distinguishable from 0.
 
-Measured on the 27 shared Claude Code logs (calibrated variant, TTL from the log; intervals
-are compare's 95% paired bootstrap over sessions). Of 593 Read results with a
-path (15 errors), 210 re-read a path already read in the same stream: 87 are not covered by an earlier
-range, 68 are covered only across a write of the path, 19 only across a compaction, ~36 are
-covered and in context. Defaults: 26 hints (7 proven repeats, 19 ``range_unproven``, 12 of
-them ``unseen_write_risk``), 0 busts, 25.6k tokens removed at insert, cost saved +0.31%
-[+0.08, +0.67] ($0.90 of $294.66), context +0.59% [+0.13, +1.10]; devboy_lru +0.08%
-[+0.03, +0.17], jp_resource_dedup +0.17% [+0.00, +0.50]. With ``opaque_shell_blocks=True`` (no
-hint a shell call could have invalidated): 14 hints, 0 ``unseen_write_risk``, +0.21% [+0.02,
-+0.55]. Small, but ahead of both source dedups and distinguishable from 0.
+Measured before issue 24 on the 27 ``claude-code/`` logs (trust rule, for the history of the
+threshold below): of 593 Read results with a path (15 errors), 210 re-read a path already
+read in the same stream: 87 are not covered by an earlier range, 68 are covered only across
+a write of the path, 19 only across a compaction, ~36 are covered and in context.
 """
 
 from __future__ import annotations
