@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import struct
 
 from replay.ingest.keys import Keyring
 
@@ -68,14 +69,25 @@ def numbered_lines(text: str) -> tuple[int, list[str]] | None:
     if m is None:
         return None
     first = int(m.group(1))
+    # every line's prefix is known once the first one's format is: a startswith per line, not
+    # a regex (this runs for every line of every read at ingest)
+    if text[m.end() - 1] == "\t":
+        prefix = lambda n: f"{n}\t"  # noqa: E731
+    else:
+        width = m.end() - 1  # the padded number before the arrow
+        prefix = lambda n: f"{n:>{width}}→"  # noqa: E731
     out: list[str] = []
-    expect = first
+    n = first
     for line in text.split("\n"):
-        m = _NUMBERED.match(line)
-        if m is None or int(m.group(1)) != expect:
-            break
-        out.append(line[m.end():])
-        expect += 1
+        p = prefix(n)
+        if not line.startswith(p):
+            m2 = _NUMBERED.match(line)  # another padding (a number wider than the padding)
+            if m2 is None or int(m2.group(1)) != n:
+                break
+            out.append(line[m2.end():])
+        else:
+            out.append(line[len(p):])
+        n += 1
     return first, out
 
 
@@ -87,9 +99,10 @@ class LineHasher:
         self._base = hashlib.blake2b(digest_size=8, key=keys.dataset_key[:64], person=LINE_HASH_PERSON)
 
     def hashes(self, lines: list[str]) -> list[int]:
-        base, out = self._base, []
+        base = self._base
+        digests = []
         for line in lines:
             h = base.copy()  # the keyed state is set up once, not per line
             h.update(line.encode("utf-8", "surrogatepass"))
-            out.append(int.from_bytes(h.digest(), "big", signed=True))
-        return out
+            digests.append(h.digest())
+        return list(struct.unpack(f">{len(digests)}q", b"".join(digests)))
