@@ -1,6 +1,8 @@
 """Helpers shared by the policies: the retroactive ones' incremental scan, trim bookkeeping
 and the pricing of re-reads of stripped content, prompt sizes and line ranges; the
-insert-time ones' hint figures; tool codes; which thinking blocks the provider keeps."""
+insert-time ones' hint figures; what an earlier file read proves about a later one (keyed
+line hashes: ``lines_equal``, ``verified_cover``); tool codes; which thinking blocks the
+provider keeps."""
 
 from __future__ import annotations
 

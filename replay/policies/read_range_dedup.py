@@ -35,7 +35,9 @@ hinted only when an earlier read proves it (``replay.policies.common.verified_co
 two results are byte-identical (same content hash), or every numbered line the re-read shows
 is identical to the same line of the earlier read (``lines_equal``) and, where the re-read
 stopped before the end it asked for (the end of the file), the earlier read shows no line
-after it (else the file shrank). The most recent proving read is the original. With
+after it (else the file shrank). The most recent proving read is the original. A trace
+ingested before schema 8 holds no line hashes: only byte-identical repeats are verified there
+until the logs are ingested again (the trace revision makes the next ingest re-read them). With
 ``verify = "trust"`` (the issue-14 rule, unsafe) a re-read is hinted when its line range
 (``line_start``/``line_end``) is covered by an earlier read's, taken on trust that the file did
 not change unseen; a read whose range equals an indexed read's with another content hash then
