@@ -93,9 +93,11 @@ def test_insert_bound_covers_narrower_reread():
     assert noop["tokens_delivered"] - ins["tokens_delivered"] == pytest.approx(1500 + 900 + 400)
     for opts in (MODEL_ONLY, CALIBRATED):
         base = figs(b, Noop(), opts)["cost"]
-        rrd = figs(b, build("read_range_dedup"), opts)
+        # this trace holds no line hashes: the bound's coverage rule is read_range_dedup's trust rule
+        rrd = figs(b, build("read_range_dedup", {"verify": "trust"}), opts)
         got = figs(b, InsertBound(), opts)
         assert rrd["hints"] == 3  # the same blocks, with its 14-token hint
+        assert figs(b, build("read_range_dedup"), opts)["hints"] == 0  # verified: nothing proves them
         assert base - got["cost"] >= base - rrd["cost"] - 1e-12 and got["cost"] < rrd["cost"]
 
 

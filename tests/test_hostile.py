@@ -171,7 +171,7 @@ def test_export_is_written_under_temporary_names(good_db, tmp_path, monkeypatch)
     assert r.exit_code == 0, r.output
     first = {p.name: sha(p) for p in out.iterdir()}
     assert set(first) == {"sessions.parquet", "streams.parquet", "requests.parquet", "blocks.parquet",
-                          "compactions.parquet", "dataset.json"}
+                          "compactions.parquet", "read_lines.parquet", "dataset.json"}
     # the disk fills up while the last file is written: nothing partial, the old export intact
     monkeypatch.setattr(Path, "write_text", _disk_full)
     r = run("export", "--db", good_db, "--dataset", "default", "--out", out)

@@ -24,6 +24,9 @@ def builder():
 
 
 def rrd(**params):
+    # these traces hold no line hashes: they test the coverage rule itself, which verify="trust"
+    # applies alone (tests/test_read_range_verify.py tests the verification)
+    params.setdefault("verify", "trust")
     return ReadRangeDedup(ReadRangeDedup.make_params(params))
 
 
@@ -63,7 +66,7 @@ def test_exact_repeat_is_hinted_and_provably_identical():
     read(b, lines=(10, 60))
     got, figs = replay_sizes(b, rrd())
     assert got == [2000, H]
-    assert figs["hints"] == 1 and figs["range_unproven"] == 0 and figs["unseen_write_risk"] == 0
+    assert figs["hints"] == 1 and figs["hints_trusted"] == 0 and figs["unseen_write_risk"] == 0
 
 
 def test_narrower_range_inside_an_earlier_wider_read_is_hinted_but_unproven():
@@ -72,7 +75,7 @@ def test_narrower_range_inside_an_earlier_wider_read_is_hinted_but_unproven():
     read(b, lines=(100, 200), content="narrow", tokens=400)
     got, figs = replay_sizes(b, rrd())
     assert got == [2000, H]
-    assert figs["hints"] == 1 and figs["range_unproven"] == 1
+    assert figs["hints"] == 1 and figs["hints_trusted"] == 1
 
 
 def test_wider_or_overlapping_reread_is_not_hinted():
@@ -173,7 +176,7 @@ def test_opaque_shell_calls_are_a_risk_figure_or_block_unproven_hints():
         return b
     got, figs = replay_sizes(trace(), rrd())
     assert got == [2000, 100, H, H]
-    assert figs["hints"] == 2 and figs["range_unproven"] == 1 and figs["unseen_write_risk"] == 1
+    assert figs["hints"] == 2 and figs["hints_trusted"] == 1 and figs["unseen_write_risk"] == 1
     # the proven repeat was a hint, not a delivery: the original stays the pre-shell read. A full
     # delivery after the shell call (changed content) is the original instead: no risk.
     b = builder()
@@ -182,7 +185,7 @@ def test_opaque_shell_calls_are_a_risk_figure_or_block_unproven_hints():
     read(b, lines=(1, 500), content="B")
     read(b, lines=(10, 20), content="part", tokens=300)
     got, figs = replay_sizes(b, rrd())
-    assert got == [2000, 100, 2000, H] and figs["range_unproven"] == 1 and figs["unseen_write_risk"] == 0
+    assert got == [2000, 100, 2000, H] and figs["hints_trusted"] == 1 and figs["unseen_write_risk"] == 0
     b = builder()
     read(b, lines=(1, 500))
     b.tool_call("Bash", 100, content="ran a script")
@@ -230,7 +233,7 @@ def test_hand_computed_saving_and_no_busts():
     assert r.detail["input_total"] == [10_500, 13_550, 13_550 + 50 + H]
     assert r.detail["cache_read"] == [0, 10_500, 13_550]
     assert r.detail["cache_write_5m"] == [10_500, 3_050, 50 + H]
-    assert r.figures["busts"] == 0 and r.figures["hints"] == 1 and r.figures["range_unproven"] == 1
+    assert r.figures["busts"] == 0 and r.figures["hints"] == 1 and r.figures["hints_trusted"] == 1
     assert r.figures["tokens_saved"] == 800 - H and r.figures["blocks_changed"] == 1
     assert r.figures["tokens_delivered"] == base.figures["tokens_delivered"] - (800 - H)
     cost = (10_500 * 3.75 + 1500) + (10_500 * 0.3 + 3_050 * 3.75 + 1500) + (13_550 * 0.3 + (50 + H) * 3.75 + 1500)
@@ -276,15 +279,15 @@ def test_hint_is_converted_to_provider_units():
 
 def test_defaults_registry_and_source():
     p = ReadRangeDedup.Params()
-    assert (p.min_tokens, p.lookback_turns, p.require_no_mutation, p.opaque_shell_blocks, p.open_read_lines) == \
-        (100, None, True, False, 2000)
+    assert (p.min_tokens, p.lookback_turns, p.require_no_mutation, p.verify, p.opaque_shell_blocks,
+            p.open_read_lines) == (100, None, True, "lines", False, 2000)
     assert REGISTRY["read_range_dedup"] is ReadRangeDedup
     assert "this project" in ReadRangeDedup.source and "seed" not in ReadRangeDedup.source.replace("not a seed", "")
     assert ReadRangeDedup.insert_time() and not ReadRangeDedup.retroactive()
 
 
 @pytest.mark.parametrize("bad", [{"min_tokens": -1}, {"lookback_turns": -2}, {"open_read_lines": 0},
-                                 {"hint_tokens": -1}, {"min_token": 3}])
+                                 {"hint_tokens": -1}, {"min_token": 3}, {"verify": "hash"}])
 def test_invalid_values_raise(bad):
     with pytest.raises(ParamError):
         ReadRangeDedup.make_params(bad)

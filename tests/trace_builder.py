@@ -27,6 +27,8 @@ class TraceBuilder:
         self.turn = 0
         self.part_start = {0: 0}
         self.shared_system_prefix: dict[int, float] = {}  # model code -> the dataset's system prefix
+        self.lines: dict[int, tuple[int, list[int]]] = {}  # read block -> (first line, line hashes)
+        self.previews: set[int] = set()  # read blocks that are client previews
         self._codes: dict[str, dict] = {"tool": {}, "resource": {}, "chash": {}, "args": {}, "tool_use": {}}
         self.vocab = Vocab(tool_names=[], resources=[], models=self.models)
 
@@ -94,7 +96,8 @@ class TraceBuilder:
         return Stream(session_key=self.session_key, stream_id=stream_id, kind=kind, **cols, **rcols,
                       overhead={m: float(self.overhead) for m in range(len(self.models))},
                       part_start=dict(self.part_start), r_residual=[0.0] * n, r_evict=[1 << 30] * n,
-                      shared_system_prefix=dict(self.shared_system_prefix))
+                      shared_system_prefix=dict(self.shared_system_prefix), lines=dict(self.lines),
+                      previews=frozenset(self.previews))
 
     def build(self) -> tuple[Session, Vocab]:
         return Session(self.session_key, "claude-code", [self.stream()]), self.vocab

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from replay.ingest import checks
 from replay.ingest.blocktext import canonical_json, tool_use_text
 from replay.ingest.keys import Keyring
+from replay.ingest.readlines import LineHasher, is_preview, numbered_lines
 from replay.ingest.readers.report import ReadReport
 from replay.ingest.tokens import count_many, image_tokens
 from replay.ingest.trace import CLIENT_EVENTS, SessionTrace
@@ -70,6 +71,7 @@ class Checkpoint(NamedTuple):
     n_blocks: int
     n_requests: int
     n_compactions: int
+    n_read_lines: int
     n_streams: int
     stream: Stream | None
     state: tuple | None
@@ -103,6 +105,7 @@ class TraceBuilder:
         self.cwd: str | None = None  # the session's first working directory: its project
         self.t_min: int | None = None
         self.t_max: int | None = None
+        self.line_hasher = LineHasher(keys)
 
     # --- values kept as written ----------------------------------------------------------------
     def kept(self, field: str, value: str) -> str:
@@ -239,11 +242,26 @@ class TraceBuilder:
         if images:
             raw = text.encode("utf-8", "surrogatepass") + b"".join(b"\0image:" + i.encode() for i in images)
         name, kind, res, ls, le, ah = self.tools.get(call_id or "", _NO_TOOL)
-        return self.add_block(
+        row = self.add_block(
             st, ts, "user", "tool_result", text, raw, extra_tokens=sum(image_tokens(i) for i in images or ()),
             tool_name=name, tool_kind=kind, tool_use_id=call_id, resource=res, line_start=ls, line_end=le,
             args_hash=ah, is_error=is_error,
         )
+        if kind == "read" and not is_error:
+            self._read_lines(st, row, text)
+        return row
+
+    def _read_lines(self, st: Stream, row: int, text: str) -> None:
+        """Keyed hashes of a read result's numbered lines, or the mark of a client preview."""
+        if is_preview(text):
+            first, hashes, preview = None, [], True
+        else:
+            got = numbered_lines(text)
+            if got is None or not got[1] or checks.small_int(got[0] + len(got[1])) is None:
+                return
+            first, hashes, preview = got[0], self.line_hasher.hashes(got[1]), False
+        _append(self.trace.read_lines, {"session_key": None, "stream_id": st.sid, "pos": self.trace.blocks["pos"][row],
+                                        "first_line": first, "line_hashes": hashes, "preview": preview})
 
     # --- requests and compactions -----------------------------------------------------------
     def client_event(self, st: Stream, event: str) -> None:
@@ -311,7 +329,8 @@ class TraceBuilder:
     def checkpoint(self, st: Stream | None) -> Checkpoint:
         """A mark to :meth:`rollback` to: the table lengths, the stream count and ``st``'s state."""
         tr = self.trace
-        return Checkpoint(tr.n_blocks, tr.n_requests, len(tr.compactions["pos"]), len(self.streams), st,
+        return Checkpoint(tr.n_blocks, tr.n_requests, len(tr.compactions["pos"]), len(tr.read_lines["pos"]),
+                          len(self.streams), st,
                           st.state() if st is not None else None)
 
     def rollback(self, mark: Checkpoint) -> None:
@@ -321,7 +340,7 @@ class TraceBuilder:
         """
         tr = self.trace
         for table, n in ((tr.blocks, mark.n_blocks), (tr.requests, mark.n_requests),
-                         (tr.compactions, mark.n_compactions)):
+                         (tr.compactions, mark.n_compactions), (tr.read_lines, mark.n_read_lines)):
             for col in table.values():
                 del col[n:]
         for col in (self.texts, self.counts, self.extra_tokens, self.token_override):
@@ -348,7 +367,7 @@ class TraceBuilder:
             (ov if ov is not None else c) + e for c, e, ov in zip(counts, self.extra_tokens, self.token_override)
         ]
         skey = self.keys.short("session", tr.session["file_key"] + "\0" + primary, 16)
-        for table in (tr.blocks, tr.requests, tr.compactions):
+        for table in (tr.blocks, tr.requests, tr.compactions, tr.read_lines):
             table["session_key"] = [skey] * len(table["session_key"])
         for st in self.streams:
             _append(tr.streams, {

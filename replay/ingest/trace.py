@@ -72,8 +72,10 @@ CLIENT_EVENTS = ("resume", "skill")
 # What the readers make of a log file. The stored file hash covers it (`store.load.hash_unit`),
 # so the next ingest reads again a file an earlier revision read. Bump it when the trace of the
 # same bytes changes. 2: Claude Code SessionStart hooks (resumes; /clear starts a partition).
-# 3: Claude Code skill loads (client event "skill").
-TRACE_REVISION = 3
+# 3: Claude Code skill loads (client event "skill"). 4: keyed hashes of the numbered lines of
+# read results and client previews of large results (``read_lines``); several JSON objects on
+# one line are all read.
+TRACE_REVISION = 4
 
 SESSION_COLUMNS = (
     "session_key", "dataset", "file_key", "agent", "session_id", "agent_version",
@@ -92,6 +94,10 @@ BLOCK_COLUMNS = (
     "resource", "line_start", "line_end", "args_hash", "is_error",
 )
 COMPACTION_COLUMNS = ("session_key", "stream_id", "pos", "partition", "ts", "trigger", "pre_tokens")
+# One row per read-kind tool result that shows numbered lines (``first_line`` and one keyed
+# 64-bit hash per line, ``replay.ingest.readlines``) or is a client's preview of a result too
+# large to keep (``preview``: no lines, never a full read of its range).
+READ_LINES_COLUMNS = ("session_key", "stream_id", "pos", "first_line", "line_hashes", "preview")
 
 
 @dataclass
@@ -103,6 +109,7 @@ class SessionTrace:
     requests: dict[str, list] = field(default_factory=lambda: {c: [] for c in REQUEST_COLUMNS})
     blocks: dict[str, list] = field(default_factory=lambda: {c: [] for c in BLOCK_COLUMNS})
     compactions: dict[str, list] = field(default_factory=lambda: {c: [] for c in COMPACTION_COLUMNS})
+    read_lines: dict[str, list] = field(default_factory=lambda: {c: [] for c in READ_LINES_COLUMNS})
     # The session as the log names it (keyed hash of its session id, equal to ``session_id``),
     # None when the log gives no id: copies of one session at several paths share it. Not a column.
     identity: str | None = None

@@ -23,6 +23,7 @@ import pandas as pd
 
 from replay.ingest.trace import BLOCK_KINDS, TOOL_KINDS
 from replay.model.costs import price_key
+from replay.model.reads import load_read_lines, share_writes
 from replay.store.db import has_column
 
 KIND_CODE = {k: i for i, k in enumerate(BLOCK_KINDS)}
@@ -94,6 +95,15 @@ class Stream:
     # prefix other streams of the dataset show for that model and client version
     # (:func:`shared_system_prefixes`; the engine's ``system_prefix = "dataset"``)
     shared_system_prefix: dict[int, float] = field(default_factory=dict)
+    # read results with numbered lines: block position -> (first line number, keyed 64-bit hash
+    # of each line), what ``policies.common.lines_equal`` compares; and the positions of client
+    # previews of results too large to keep (never a full read). Empty for traces ingested before
+    # schema 8 (ingesting the logs again fills them).
+    lines: dict[int, tuple[int, list[int]]] = field(default_factory=dict)
+    previews: frozenset[int] = frozenset()
+    # writes of the session's other streams (a Task subagent's edits): (time, resource code) of
+    # each mutating tool result, in time order; a stream's own writes are in its blocks
+    other_writes: list[tuple[int, int]] = field(default_factory=list)
     anchored_requests: int = 0
     negative_deltas: int = 0
     bpe_ratio: float = 1.0
@@ -224,13 +234,19 @@ def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[s
         "r_event": reqs["client_event"].astype(object).where(reqs["client_event"].notna(), None).to_numpy(),
     }
     by_session: dict[str, list[Stream]] = {k: [] for k in sess["session_key"].tolist()}
+    read_lines = load_read_lines(con, where, params)
     for key, sid, kind in streams.itertuples(index=False):
         b0, b1 = bspan.get((key, sid), (0, 0))
         r0, r1 = rspan.get((key, sid), (0, 0))
         b = {c: v[b0:b1] for c, v in bcols.items()}
         r = {c: v[r0:r1] for c, v in rcols.items()}
         st = _make_stream(key, int(sid), kind, b, r, anchor)
+        st.lines, previews = read_lines.get((key, int(sid)), ({}, set()))
+        st.previews = frozenset(previews)
         by_session[key].append(st)
+    for sts in by_session.values():
+        if len(sts) > 1:
+            share_writes(sts)
     shared = shared_system_prefixes(con, dataset) if not reqs.empty else {}
     if shared:
         for sts in by_session.values():

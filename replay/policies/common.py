@@ -1,6 +1,8 @@
 """Helpers shared by the policies: the retroactive ones' incremental scan, trim bookkeeping
 and the pricing of re-reads of stripped content, prompt sizes and line ranges; the
-insert-time ones' hint figures; tool codes; which thinking blocks the provider keeps."""
+insert-time ones' hint figures; what an earlier file read proves about a later one (keyed
+line hashes: ``lines_equal``, ``verified_cover``); tool codes; which thinking blocks the
+provider keeps."""
 
 from __future__ import annotations
 
@@ -158,6 +160,51 @@ def count_hint(ctx: Context, i: int, orig: int, stale: bool) -> None:
         m["dangling_refs"] += 1
     if stale:
         m["stale_refs"] += 1
+
+
+# Verified reads ------------------------------------------------------------------------------
+# Claude Code's Read returns at most this many lines when the call gives no limit.
+READ_LINE_CAP = 2000
+
+
+def read_span(st: Stream, i: int) -> tuple[int, int] | None:
+    """(first, last) file line numbers that read block ``i`` shows, when the trace holds their
+    keyed hashes (``Stream.lines``), else None."""
+    got = st.lines.get(i)
+    return (got[0], got[0] + len(got[1]) - 1) if got else None
+
+
+def lines_equal(st: Stream, i: int, j: int, lo: int, hi: int) -> bool:
+    """Are lines ``lo``..``hi`` (file line numbers, both included) of read block ``i`` identical
+    to the same lines of read block ``j`` (by their keyed per-line hashes)? False when ``lo >
+    hi`` or when either block does not show every one of those lines (no hashes: a preview, a
+    result without numbered lines, a trace ingested before schema 8)."""
+    a, b = st.lines.get(i), st.lines.get(j)
+    if a is None or b is None or lo > hi:
+        return False
+    ai, bj, n = lo - a[0], lo - b[0], hi - lo + 1
+    if ai < 0 or bj < 0 or ai + n > len(a[1]) or bj + n > len(b[1]):
+        return False
+    return a[1][ai:ai + n] == b[1][bj:bj + n]
+
+
+def verified_cover(st: Stream, i: int, j: int, open_lines: int | None = READ_LINE_CAP) -> bool:
+    """Does the earlier read ``j`` (of the same path) prove what the read ``i`` returned? Yes when
+    the two results are byte-identical (same content hash), or when every numbered line ``i``
+    shows is identical in ``j`` (`lines_equal`) and, where ``i`` stopped before the end it asked
+    for (the file ended there), ``j`` shows no line after it (else the file shrank in between).
+    ``open_lines``: the lines a read without a limit asks for (None: the rest of the file)."""
+    if st.chash[i] == st.chash[j]:
+        return True
+    span = read_span(st, i)
+    if span is None or not lines_equal(st, i, j, span[0], span[1]):
+        return False
+    ls, le = st.line_start[i], st.line_end[i]
+    asked = le if le >= 0 else (max(ls, 1) + open_lines - 1 if open_lines else None)
+    if asked is None or span[1] < asked:  # i reached the end of the file at span[1]
+        other = read_span(st, j)
+        return other is not None and other[1] == span[1]
+    return True
 
 
 def codes(ctx: Context, names: tuple[str, ...]) -> set[int]:

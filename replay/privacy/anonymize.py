@@ -9,7 +9,9 @@ Claude Code logs can read, with the structure and sizes kept and the contents go
   *filler*: words drawn by a generator seeded with the text's keyed hash, with exactly the
   original's o200k token count and about its byte length. Equal texts give equal filler,
   different texts different filler (a collision is detected and re-drawn), so the
-  equal-content structure that deduplication needs survives;
+  equal-content structure that deduplication needs survives; a file read's numbered lines
+  keep their numbers and are filled line by line, so equal lines stay equal across reads
+  (the trace's keyed line hashes; ``records.result_text``);
 * file paths in tool inputs (``file_path``, ``notebook_path``, ``path``, ``cwd``, ...) become
   ``Keyring.path`` pseudonyms, resolved against the record's ``cwd`` exactly as ingest
   resolves them, so they equal the ``resource`` column of the trace ingested with the same
@@ -30,8 +32,9 @@ path components. A block's token count is checked as a whole and the difference 
 by its other strings when they are long enough (an ``Edit``'s old/new strings); a ``Read`` or
 ``LS`` call has nothing else, and a ``Grep`` pattern is usually too short, so such blocks are
 a few tokens larger than in the raw trace. Every other block matches its raw token count
-exactly. ``path_style="words"`` replaces each path component by keyed words with the same
-token count instead: every block then keeps its count (99.8% exactly on the shared corpus),
+exactly, except a few file reads whose line-by-line fillers cannot (2 of the 7,028 blocks
+without a path argument on the shared corpus). ``path_style="words"`` replaces each path component by keyed words with the same
+token count instead: every block then keeps its count (99.75% exactly on the shared corpus),
 but the paths no longer equal the trace's pseudonyms.
 
 Modules: ``records`` walks a record (``schema`` says which field is what and which kept

@@ -26,8 +26,11 @@ from replay.privacy.schema import (
 )
 from replay.privacy.scrub import find
 from replay.ingest.readers.claude_code import SKILL_LOAD, is_skill_part
-from replay.privacy.texts import Block, Joined, TextResolver
+from replay.ingest.readlines import PREVIEW_OPEN, is_preview, numbered_parts
+from replay.privacy.texts import Block, Joined, Tail, TextResolver
 from replay.privacy.vocabulary import deny_pattern
+
+_WORDY = re.compile(r"[^\W_]")  # a letter or digit, in any script
 
 if TYPE_CHECKING:
     from replay.privacy.anonymize import AnonymizeSummary
@@ -325,15 +328,42 @@ class Anonymizer:
         self.add_block(_tool_use_block_text(p), out, _tool_use_block_text)
         return out
 
+    def result_text(self, v: str) -> Any:
+        """A tool result's text. A file read's numbered lines keep their numbers and each line is
+        filled alone (pinned: equal lines get equal fillers wherever they are read, so the
+        trace's line hashes compare as the raw log's); a client preview keeps its opening tag."""
+        if is_preview(v):
+            head = v.index(PREVIEW_OPEN) + len(PREVIEW_OPEN)
+            return Joined([v[:head], self.texts.text(v[head:])])
+        got = numbered_parts(v)
+        if got is None:
+            return self.texts.text(v)
+        lines, rest = got
+        parts: list[Any] = []
+        for k, (number, line) in enumerate(lines):
+            # a line without a letter or digit ("}", "---", blank) says nothing and is kept: a
+            # word filler cannot take its token count (o200k joins punctuation and the newline)
+            text = line if not _WORDY.search(line) else self.texts.text(line, line_sep=number[-1])
+            parts += (["\n"] if k else []) + [number, text]
+        if rest:  # the newline ending the run stays; what follows it is filled
+            parts += [rest[0], self.texts.text(rest[1:])]
+        else:
+            # line fillers are fitted with the newline after them; the last line has none here,
+            # and an unnumbered line after it takes up the difference (`texts.Tail`)
+            parts.append(Tail())
+        return Joined(parts)
+
     def _tool_result(self, p: dict, cwd: str | None) -> dict:
         out = {}
         for k, v in p.items():
             nk = self.dict_key(k)
             if k == "content":
                 if isinstance(v, str):
-                    out[nk] = self.texts.text(v)
+                    out[nk] = self.result_text(v)
+                    if isinstance(out[nk], Joined):
+                        self.add_block(v, out[nk], str)
                 elif isinstance(v, list):
-                    out[nk] = [self.part(x, cwd) for x in v]
+                    out[nk] = [self._result_part(x, cwd) for x in v]
                 else:
                     out[nk] = self.value(k, v, cwd)
             else:
@@ -341,6 +371,12 @@ class Anonymizer:
         if isinstance(p.get("content"), list):
             self.add_block(_tool_result_text(p.get("content")), out.get(self.dict_key("content")), _tool_result_text)
         return out
+
+    def _result_part(self, x: Any, cwd: str | None) -> Any:
+        if isinstance(x, dict) and x.get("type") == "text" and isinstance(x.get("text"), str):
+            return {self.dict_key(k): (self.result_text(v) if k == "text" else self.value(k, v, cwd))
+                    for k, v in x.items()}
+        return self.part(x, cwd)
 
     def _media(self, p: dict, ptype: str, cwd: str | None) -> dict:
         """An image or document part: the payload redrawn with its header kept."""

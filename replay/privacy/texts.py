@@ -35,6 +35,32 @@ class Text:
         self.override: str | None = None  # a block-adjusted filler for this occurrence only
 
 
+class Pinned(Text):
+    """A numbered line of a file read (after its number and the separator ``sep``). Its filler
+    must be the same wherever the same line is read (the trace's keyed line hashes compare lines
+    across reads), so it is never adjusted to fit one block: instead it is fitted once per
+    (separator, line) so that ``sep + filler + newline`` has the token count of ``sep + line +
+    newline`` (a newline ends a pre-token of o200k's, so the lines of a read add up)."""
+
+    __slots__ = ("sep",)
+
+    def __init__(self, raw: str, sep: str = ""):
+        super().__init__(raw)
+        self.sep = sep
+
+
+class Tail(Text):
+    """What follows a file read's numbered lines when the raw result ends with them: nothing, or
+    a newline and one-token filler words (``words`` tokens in all) that make up the tokens the
+    lines' fillers could not match (a line of its own, without a number: no line of the file)."""
+
+    __slots__ = ("words",)
+
+    def __init__(self) -> None:
+        super().__init__("")
+        self.words = 0
+
+
 class Joined:
     """A string made of literal parts and ``Text`` placeholders (a prefix the readers need kept
     as written, then the text's filler)."""
@@ -73,6 +99,8 @@ def texts_in(obj: Any, out: list[Text]) -> list[Text]:
 def materialize(obj: Any, fill: dict[str, str]) -> Any:
     """A record tree with every ``Text`` replaced by its filler (or its block-adjusted one)."""
     if isinstance(obj, Text):
+        if isinstance(obj, Tail):
+            return obj.override or ""
         return obj.override if obj.override is not None else fill[obj.raw]
     if isinstance(obj, Joined):
         return "".join(materialize(v, fill) for v in obj.parts)
@@ -162,12 +190,14 @@ class TextResolver:
         self.pending: list[Text] = []
         self.blocks: list[Block] = []
         self.block_owner: dict[bytes, bytes] = {}  # digest(adjusted block text) -> digest(raw block text)
+        self.line_fill: dict[tuple[str, str], str] = {}  # (separator, line) -> its fitted filler (`Pinned`)
 
-    def text(self, v: str) -> Text | str:
-        """A placeholder for ``v``'s filler (the empty string stays empty)."""
+    def text(self, v: str, line_sep: str | None = None) -> Text | str:
+        """A placeholder for ``v``'s filler (the empty string stays empty); with ``line_sep``, a
+        numbered line of a file read behind that separator (see `Pinned`)."""
         if v == "":
             return ""
-        t = Text(v)
+        t = Pinned(v, line_sep) if line_sep is not None else Text(v)
         self.pending.append(t)
         self.s.texts_replaced += 1
         return t
@@ -183,6 +213,7 @@ class TextResolver:
 
     def end_file(self) -> None:
         self.fill.clear()
+        self.line_fill.clear()
         self.fill_secrets.clear()
         self.fill_chars = 0
         self.huge = []
@@ -282,6 +313,7 @@ class TextResolver:
     def resolve(self) -> None:
         """Fillers for the pending texts, then per-block token checks of composite blocks."""
         self.resolve_texts(self.pending)
+        self._fit_lines([t for t in self.pending if isinstance(t, Pinned)])
         for t in self.pending:
             self.s.secrets_removed += self.fill_secrets.get(t.raw, 0)
         self.pending = []
@@ -295,6 +327,46 @@ class TextResolver:
         if todo:
             texts = [self._render(blocks[i]) for i in todo]
             self.s.blocks_token_mismatch += sum(1 for i, c in zip(todo, count_texts(texts)) if c != raw_counts[i])
+
+    def _fit_lines(self, lines: list[Pinned]) -> None:
+        """Every numbered line's filler fitted to its line's token count behind its separator,
+        once per (separator, line): equal lines keep equal fillers."""
+        keys = list(dict.fromkeys((t.sep, t.raw) for t in lines if (t.sep, t.raw) not in self.line_fill))
+        if keys:
+            targets = dict(zip(keys, count_texts([sep + raw + "\n" for sep, raw in keys])))
+            cur = {k: self.fill[k[1]] for k in keys}
+            goal: dict[tuple[str, str], int] = {}  # tokens asked of the filler standing alone
+            seeds: dict[str, bytes] = {}
+            work = keys
+            for _round in range(6):
+                counts = count_texts([k[0] + cur[k] + "\n" for k in work])
+                nxt = [k for k, c in zip(work, counts) if c != targets[k]]
+                if not nxt:
+                    break
+                seeds.update(self._seeds([k[1] for k in nxt if k[1] not in seeds]))
+                alone = dict(zip(nxt, count_texts([cur[k] for k in nxt])))
+                for k, c in zip(work, counts):
+                    if k in alone:
+                        # drawn again with another count, the byte length kept (a word cut
+                        # would shrink short lines far below their size)
+                        goal[k] = max(1, alone[k] - (c - targets[k]))
+                        cur[k] = self.fillers.make(seeds[k[1]], goal[k], utf8_len(k[1]), 0)
+                work = nxt
+            # still too long (digit-heavy lines, whose fillers are digits and commas): shorter
+            # until it is not, the block's tail (`Tail`) makes up a shortfall, never an excess
+            for _round in range(4):
+                over = [k for k, c in zip(work, count_texts([k[0] + cur[k] + "\n" for k in work])) if c > targets[k]]
+                for k in over:
+                    goal[k] = max(1, goal.get(k, targets[k]) - 1)
+                    cur[k] = self.fillers.make(seeds[k[1]], goal[k], utf8_len(k[1]), 0)
+                    if goal[k] == 1:  # one word that may join its separator (a tab), as code does
+                        cur[k] = cur[k].lstrip()
+                work = over
+                if not work:
+                    break
+            self.line_fill.update(cur)
+        for t in lines:
+            t.override = self.line_fill[(t.sep, t.raw)]
 
     def _render(self, b: Block) -> str:
         return b.render(materialize(b.anon, self.fill))
@@ -314,7 +386,16 @@ class TextResolver:
                 delta = c - raw_counts[i]
                 if delta == 0:
                     continue
-                leaves = sorted(texts_in(blocks[i].anon, []), key=lambda t: -len(t.override or self.fill[t.raw]))
+                found = texts_in(blocks[i].anon, [])
+                leaves = sorted((t for t in found if not isinstance(t, (Pinned, Tail))),
+                                key=lambda t: -len(t.override or self.fill[t.raw]))
+                tails = [t for t in found if isinstance(t, Tail)]
+                if not leaves and tails:  # a file read: its lines keep their fillers
+                    if self._grow_tail(tails[-1], delta):
+                        nxt.append(i)
+                    else:
+                        stuck.append(i)
+                    continue
                 # each leaf keeps at least one word: an input whose strings cannot absorb the
                 # difference (a long path pseudonym next to a short pattern) is left as it is
                 spare = sum(max(0, (t.override or self.fill[t.raw]).count(" ") - 1) for t in leaves)
@@ -336,8 +417,19 @@ class TextResolver:
             owner = self.block_owner.setdefault(digest(self._render(b)), rd)
             if owner != rd:
                 for t in texts_in(b.anon, []):
-                    t.override = None
+                    if not isinstance(t, (Pinned, Tail)):
+                        t.override = None
                 self.block_owner.setdefault(digest(self._render(b)), rd)
+
+    def _grow_tail(self, t: Tail, delta: int) -> bool:
+        """Take ``delta`` tokens off (or add them to) a file read's tail; False when it cannot
+        (the lines alone are already longer than the raw result)."""
+        k = max(0, t.words - delta)  # tokens asked of the tail: a newline, then k - 1 words
+        if k == t.words:
+            return False
+        t.words = k
+        t.override = "\n" + self.fillers.adjust("", 1 - k, b"\0" * 32) if k > 1 else ("\n" if k else None)
+        return True
 
     def _absorb(self, leaves: list[Text], delta: int) -> None:
         """Shrink (delta > 0) or grow the largest filler leaves of a block by ``delta`` tokens."""

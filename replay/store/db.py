@@ -23,6 +23,7 @@ import orjson
 from replay.ingest.trace import (
     BLOCK_COLUMNS,
     COMPACTION_COLUMNS,
+    READ_LINES_COLUMNS,
     REQUEST_COLUMNS,
     SESSION_COLUMNS,
     STREAM_COLUMNS,
@@ -46,13 +47,13 @@ _TYPES = {  # the DuckDB type of every trace column, as in MIGRATIONS
     "resumed_copy": _T, "pos": _I, "role": _S, "tool_name": _S, "tool_kind": _S, "tool_use_key": _S,
     "content_hash": _S, "bytes": _B, "tokens": _I, "resource": _S, "line_start": _I, "line_end": _I, "args_hash": _S,
     "is_error": _T, "trigger": _S, "pre_tokens": _B, "speed": _S, "project": _S,
-    "client_version": _S, "client_event": _S,
+    "client_version": _S, "client_event": _S, "first_line": _I, "line_hashes": "BIGINT[]", "preview": _T,
 }
 _BOUNDS = {_I: 2**31, _B: 2**63}
 INSERT_ROWS = 8192  # rows sent to DuckDB at once (as one JSON text of columns)
 
 TRACE_TABLES = {"sessions": SESSION_COLUMNS, "streams": STREAM_COLUMNS, "requests": REQUEST_COLUMNS,
-                "blocks": BLOCK_COLUMNS, "compactions": COMPACTION_COLUMNS}
+                "blocks": BLOCK_COLUMNS, "compactions": COMPACTION_COLUMNS, "read_lines": READ_LINES_COLUMNS}
 def _insert_sql(table: str, cols: tuple[str, ...]) -> str:
     """A JSON object of column lists, parsed by DuckDB into typed lists and unnested: no Arrow, no pandas."""
     spec = json.dumps({c: [_TYPES[c]] for c in cols})

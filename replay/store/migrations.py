@@ -181,4 +181,18 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE requests ADD COLUMN client_event VARCHAR;
         """,
     ),
+    (
+        8,
+        "keyed hashes of the numbered lines of read results, and client previews",
+        """
+        CREATE TABLE read_lines (
+            session_key VARCHAR NOT NULL,
+            stream_id INTEGER NOT NULL,
+            pos INTEGER NOT NULL,
+            first_line INTEGER,
+            line_hashes BIGINT[] NOT NULL,
+            preview BOOLEAN NOT NULL
+        );
+        """,
+    ),
 ]

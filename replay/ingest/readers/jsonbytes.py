@@ -66,6 +66,38 @@ def repair(raw: bytes | str, err: Exception) -> Any:
         return None
 
 
+def split_values(raw: bytes | bytearray) -> tuple[list[Any], str | None, bool]:
+    """The complete JSON values written one after another on one line (Claude Code sometimes
+    appends a record to a line that already holds one), whatever follows the last of them that
+    does not parse (a genuinely truncated or garbled tail) described, or None, and whether bad
+    UTF-8 was replaced. Slow (Python's decoder finds where a value ends, orjson cannot): only
+    for lines orjson refused."""
+    try:
+        text, fixed = bytes(raw).decode("utf-8"), False
+    except UnicodeDecodeError:
+        text, fixed = bytes(raw).decode("utf-8", "replace"), True
+    dec = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+    values: list[Any] = []
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i] in " \t\r\n":
+            i += 1
+        if i >= n:
+            return values, None, fixed
+        try:
+            value, i = dec.raw_decode(text, i)
+        except (ValueError, RecursionError) as e:
+            return values, f"{type(e).__name__}: {e}", fixed
+        values.append(_fix_surrogates(value))
+
+
+def _finite(s: str) -> float:
+    v = float(s)
+    if v in (float("inf"), float("-inf")):  # orjson refuses these: so does the slow path
+        raise ValueError(f"number {s[:20]} is infinity when parsed as double")
+    return v
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 

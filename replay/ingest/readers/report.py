@@ -19,7 +19,8 @@ SKIP_REASONS = (
     "invalid_usage",
 )
 # Lines kept after a repair (counted, never silently).
-REPAIR_REASONS = ("invalid_utf8",)
+# multi_object_line: a JSONL line holding several complete JSON objects, each read.
+REPAIR_REASONS = ("invalid_utf8", "multi_object_line")
 MAX_DETAIL = 120
 
 

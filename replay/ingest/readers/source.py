@@ -16,7 +16,10 @@ so brackets outside strings tell where an element ends); a compact document on o
 parsed whole. A line with invalid UTF-8 or a lone surrogate escape is repaired (the bad
 bytes become U+FFFD) and counted in ``report.repaired``, so one bad byte never costs a
 record. Bad lines are skipped and counted; a last line without its newline that fails to
-parse is reported as truncated (a session still being written).
+parse is reported as truncated (a session still being written). A JSONL line that holds
+several complete JSON objects one after another (Claude Code sometimes appends a record to a
+line) yields each of them, counted as ``multi_object_line``; a tail after them that does not
+parse is still skipped with its line number.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import IO, Any
 
 import orjson
 
-from replay.ingest.readers.jsonbytes import Buffer, DocumentError, close_at, depth_of, repair
+from replay.ingest.readers.jsonbytes import Buffer, DocumentError, close_at, depth_of, repair, split_values
 from replay.ingest.readers.report import FileError, ReadReport
 
 Record = tuple[int, dict[str, Any]]
@@ -179,36 +182,52 @@ class Records:
                 for k in range(len(lines)):
                     raw, lines[k] = lines[k], b""
                     i += 1
-                    rec = self._line(raw, report, i, True)
+                    recs = self._line(raw, report, i, True)
                     del raw
-                    if rec is not None:
+                    for rec in recs:
                         yield i, rec
-                        del rec
+                    del recs
                 carry += tail
                 del lines, tail
             if carry:
                 i += 1
-                rec = self._line(carry, report, i, False)
+                recs = self._line(carry, report, i, False)
                 del carry
-                if rec is not None:
+                for rec in recs:
                     yield i, rec
 
-    def _line(self, raw: bytes | bytearray, report: ReadReport | None, i: int, newline: bool) -> dict | None:
-        """The record on one JSONL line, or None (blank, or skipped with its reason)."""
+    def _line(self, raw: bytes | bytearray, report: ReadReport | None, i: int, newline: bool) -> list[dict]:
+        """The records on one JSONL line: usually one; none when blank or skipped (with its
+        reason); several when complete objects follow one another on the line (counted in
+        ``report.repaired`` as ``multi_object_line``)."""
         if not raw or raw.isspace():  # not strip(): no copy of a long line
-            return None
+            return []
         try:
-            rec = self._load(raw, report, i)
+            values = [self._load(raw, report, i)]
         except orjson.JSONDecodeError as e:
-            if not newline:
-                self._skip(report, "truncated_last_line", i, "incomplete record at end of file")
+            values, tail, fixed = split_values(raw)
+            if not values or (len(values) == 1 and tail is None):
+                # no complete value, or one orjson refuses (a huge integer): broken as orjson said
+                if not newline:
+                    self._skip(report, "truncated_last_line", i, "incomplete record at end of file")
+                else:
+                    self._skip(report, "invalid_json", i, str(e)[:80])
+                return []
+            if report is not None:
+                if len(values) > 1:
+                    report.repair("multi_object_line", self.path, i, f"{len(values)} JSON values on one line")
+                if fixed:
+                    report.repair("invalid_utf8", self.path, i, "invalid UTF-8 replaced by U+FFFD")
+            if tail is not None:  # what follows the last complete value does not parse
+                reason = "invalid_json" if newline else "truncated_last_line"
+                self._skip(report, reason, i, f"after {len(values)} complete values: {tail[:60]}")
+        out = []
+        for rec in values:
+            if isinstance(rec, dict):
+                out.append(rec)
             else:
-                self._skip(report, "invalid_json", i, str(e)[:80])
-            return None
-        if not isinstance(rec, dict):
-            self._skip(report, "not_an_object", i, f"line holds a JSON {type(rec).__name__}")
-            return None
-        return rec
+                self._skip(report, "not_an_object", i, f"line holds a JSON {type(rec).__name__}")
+        return out
 
     # --- documents ----------------------------------------------------------------------------
     def _document(self, report: ReadReport | None) -> Iterator[Record]:
