@@ -35,6 +35,8 @@ INSERT_CLASS = [
     ("jp_resource_dedup", {"min_bytes": 0, "lookback_turns": None}),
     ("read_range_dedup", {}),
     ("read_range_dedup", {"min_tokens": 0, "lookback_turns": None}),
+    ("read_range_dedup", {"require_no_mutation": False, "min_tokens": 0}),  # verified: lossless across writes
+    ("read_range_dedup", {"verify": "trust"}),  # the unverified rule at its safe settings
     ("cupel_dedup", {"score": "size", "kinds": ("tool_result",)}),
     ("cupel_dedup", {"score": "size"}),
 ]

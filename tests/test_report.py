@@ -52,7 +52,7 @@ def test_report_leads_with_the_answer(demo):
     assert "model only: +" in head  # the same configuration's saving without the calibration
     # the runner-up names the setting it differs in, and the margin has $ and %
     runner = next(line for line in md.splitlines() if line.startswith("Runner-up:"))
-    assert re.search(r"differs in (TTL|capacity): ", runner) and re.search(r"Margin \(difference of the two savings\): \$\d+\.\d\d \(\d+\.\d\d% of", runner)
+    assert re.search(r"differs in (TTL|capacity|policy): ", runner) and re.search(r"Margin \(difference of the two savings\): \$\d+\.\d\d \(\d+\.\d\d% of", runner)
     assert "capacity=0" not in md.split("## Reproducibility")[0]
     # fidelity: calibrated and model only side by side
     fid = md.split("## Baseline fidelity")[1].split("\n## ")[0]

@@ -60,7 +60,7 @@ from typing import Any
 from replay.engine import ReplayOptions, SessionResult, replay_session
 from replay.model.arrays import K_TOOL_RESULT, TOOL_KIND_CODE, Dataset, Session, Stream, Vocab
 from replay.policies.base import Context, Policy
-from replay.policies.common import count_hint, covers
+from replay.policies.common import count_hint, covers, verified_cover
 from replay.policies.lossless import removals, removals_memo  # noqa: F401  (removals: re-exported)
 from replay.policies.read_range_dedup import span
 
@@ -98,10 +98,12 @@ class InsertBound(Policy):
     def start_stream(self, ctx: Context) -> None:
         ctx.state["seen"] = {}
         ctx.state["reads"] = {}  # path -> [(first, last, line_start, line_end, chash, pos)] in context
+        ctx.state["all_reads"] = {}  # path -> every non-error read of the partition, writes or not
 
     def on_compaction(self, ctx: Context, pos: int) -> None:
         ctx.state["seen"] = {}
         ctx.state["reads"] = {}
+        ctx.state["all_reads"] = {}
 
     def redundant(self, ctx: Context, i: int) -> int:
         """The earlier block of the partition that makes block i redundant (its bytes, or the
@@ -135,6 +137,15 @@ class InsertBound(Policy):
                             orig = e[5]
                             break
                 entries.append((first, last, ls, le, h, i))
+                # read_range_dedup's verified rule: an earlier read whose lines prove this one,
+                # whatever was written in between
+                earlier = s["all_reads"].setdefault(res, [])
+                if orig < 0 and i not in st.previews:
+                    for j in reversed(earlier):
+                        if verified_cover(st, i, j, self.params.open_read_lines):
+                            orig = j
+                            break
+                earlier.append(i)
         return orig
 
     def on_append(self, ctx: Context, i: int, size: float) -> float:
@@ -193,12 +204,15 @@ def superseded_reads(st: Stream) -> frozenset[int]:
         return got
     out: set[int] = set()
     reads: dict[tuple[int, int], list[int]] = {}
+    every: dict[tuple[int, int], list[int]] = {}  # every non-error read, writes or not
     bkind, part, tk, res = st.bkind, st.partition, st.tool_kind, st.resource
     for j in range(st.n_blocks):
         r = res[j]
         if r < 0:
             continue
         key = (part[j], r)
+        if bkind[j] == K_TOOL_RESULT and tk[j] == _READ and st.is_error[j]:
+            continue
         if tk[j] == _MUTATE:
             reads.pop(key, None)
             continue
@@ -212,6 +226,13 @@ def superseded_reads(st: Stream) -> frozenset[int]:
                     keep.append(i)
             keep.append(j)
             reads[key] = keep
+            # and every earlier read whose lines the later one shows identical (verified),
+            # whatever was written in between
+            if j not in st.previews:
+                for i in every.get(key, ()):
+                    if i not in out and verified_cover(st, i, j, None):
+                        out.add(i)
+            every.setdefault(key, []).append(j)
     got = st.__dict__["_superseded_reads"] = frozenset(out)
     return got
 
