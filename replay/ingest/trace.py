@@ -74,8 +74,9 @@ CLIENT_EVENTS = ("resume", "skill")
 # same bytes changes. 2: Claude Code SessionStart hooks (resumes; /clear starts a partition).
 # 3: Claude Code skill loads (client event "skill"). 4: keyed hashes of the numbered lines of
 # read results and client previews of large results (``read_lines``); several JSON objects on
-# one line are all read.
-TRACE_REVISION = 4
+# one line are all read. 5: Claude Code Task subagents carried by ``progress`` records
+# (``agent_progress``) become subagent streams.
+TRACE_REVISION = 5
 
 SESSION_COLUMNS = (
     "session_key", "dataset", "file_key", "agent", "session_id", "agent_version",
