@@ -71,6 +71,9 @@ def _n_blocks(path):
     n = 0
     seen = set()
     for rec in _load(path):
+        inner = (rec.get("data") or {}).get("message") if rec.get("type") == "progress" else None
+        if isinstance(inner, dict) and isinstance(inner.get("message"), dict):
+            rec = inner  # a line of a Task subagent's transcript: its blocks are the session's too
         if rec.get("uuid") in seen:
             continue
         seen.add(rec.get("uuid"))
