@@ -74,7 +74,7 @@ def stream_of(tr, agent: str) -> int:
 def test_each_subagent_is_its_own_stream_with_every_response_once(tmp_path):
     t = session_with_two_subagents()
     tr, rep = read(t.write_jsonl(tmp_path / "s.jsonl"))
-    assert tr.streams["kind"] == ["main", "subagent", "subagent"]
+    assert tr.streams["kind"] == ["main", "progress_subagent", "progress_subagent"]
     want = progress_usage(t.records)
     assert len(want) == 4
     req = tr.requests
@@ -139,7 +139,10 @@ def test_the_subagent_file_wins_over_its_progress_copy(tmp_path):
     sub.write_text("".join(json.dumps(x) + "\n" for x in lines))
     both, rep = read(main, [sub])
     alone, _ = read(main)
-    assert both.streams["kind"] == ["main", "subagent", "subagent"] and both.n_requests == alone.n_requests == 6
+    # agent B from its progress records, agent A from its file
+    assert both.streams["kind"] == ["main", "progress_subagent", "subagent"]
+    assert alone.streams["kind"] == ["main", "progress_subagent", "progress_subagent"]
+    assert both.n_requests == alone.n_requests == 6
     for col in USAGE_FIELDS:
         assert sum(both.requests[col]) == sum(alone.requests[col]), col
     assert rep.non_context["progress:agent_progress(subagent file read)"] == len(lines)
@@ -160,7 +163,7 @@ def test_responses_without_their_input_lines_still_count(tmp_path):
         if r.get("type") == "progress":
             del r["data"]["agentId"]
     tr, rep = read(t.write_jsonl(tmp_path / "s.jsonl"))
-    assert tr.streams["kind"] == ["main", "subagent"]
+    assert tr.streams["kind"] == ["main", "progress_subagent"]
     assert tr.streams["agent_id"][1] == KEYS.short("agent", "task:toolu_T", 12)
     rows = [i for i, s in enumerate(tr.requests["stream_id"]) if s == 1]
     assert [tr.requests["position"][i] for i in rows] == [0, 1]

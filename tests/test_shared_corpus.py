@@ -194,7 +194,7 @@ def test_fidelity_entire_cli(tmp_path):
     # the subagents' requests are validated with the main streams'
     con = store.connect(db, read_only=True)
     n_sub = con.execute("SELECT count(*) FROM requests JOIN streams USING (session_key, stream_id) "
-                        "WHERE kind = 'subagent' AND has_usage").fetchone()[0]
+                        "WHERE kind = 'progress_subagent' AND has_usage").fetchone()[0]
     n_all = con.execute("SELECT count(*) FROM requests WHERE has_usage").fetchone()[0]
     con.close()
     assert n_sub > 0 and cal["requests"] == n_all

@@ -18,8 +18,8 @@ the same records) and separate ``<session>/subagents/agent-*.jsonl`` files. Quir
 * Claude Code 2.1.x writes a Task subagent's conversation into the main file as well, one
   ``progress`` record (``data.type: agent_progress``) per line of the subagent's transcript:
   ``data.message`` is that line (a user or assistant record with its own ``uuid``, ``requestId``
-  and ``message``), ``data.agentId`` names the subagent. Each agent becomes one ``subagent``
-  stream (read like a subagent file: one request per message id and request id, usage counted
+  and ``message``), ``data.agentId`` names the subagent. Each agent becomes one stream of kind
+  ``progress_subagent`` (read like a subagent file: one request per message id and request id, usage counted
   once), unless the session has that agent's separate file, which then is the stream (the
   two are copies of one conversation; reading both would count its spend twice). The
   cumulative ``data.normalizedMessages`` copies are not read: every response they hold is
@@ -47,7 +47,7 @@ from replay.ingest.checks import InvalidUsage, usage_count
 from replay.ingest.keys import Keyring
 from replay.ingest.readers.base import FileError, ReadReport, Records, read_records
 from replay.ingest.readers.fields import line_range, opt_str, parse_ts
-from replay.ingest.trace import SessionTrace, tool_kind
+from replay.ingest.trace import PROGRESS_SUBAGENT, SessionTrace, tool_kind
 
 AGENT = "claude-code"
 
@@ -375,7 +375,7 @@ class _ClaudeReader:
         # the copied line lacks the session fields of a transcript line: the progress record's apply
         merged = {k: rec[k] for k in _INHERITED if k in rec}
         merged.update(inner)
-        self.add_record(line, merged, "agent:" + agent, "subagent", agent)
+        self.add_record(line, merged, "agent:" + agent, PROGRESS_SUBAGENT, agent)
 
     def read_subagents(self, files: list[Path], limits: dict[Path, int] | None = None) -> None:
         """Separate subagent files: one stream each."""
