@@ -58,6 +58,16 @@ class Transcript:
             {"tool_use_id": tool_use_id, "type": "tool_result", "content": content, "is_error": is_error}]},
             toolUseResult={"stdout": "UI COPY NOT CONTEXT"})
 
+    def _progress(self, agent_id: str, task_id: str, inner: dict, prompt: str) -> dict:
+        """A progress record carrying one line of a Task subagent's transcript (Claude Code 2.1.x)."""
+        return self._base("progress", data={"message": inner, "normalizedMessages": [], "type": "agent_progress",
+                                            "prompt": prompt, "agentId": agent_id},
+                          toolUseID="agent_msg_" + task_id, parentToolUseID=task_id)
+
+    def subagent(self, agent_id: str, task_id: str, prompt: str) -> "ProgressAgent":
+        """A Task subagent whose conversation this transcript carries in progress records."""
+        return ProgressAgent(self, agent_id, task_id, prompt)
+
     def raw(self, rec: dict) -> dict:
         self.records.append(rec)
         return rec
@@ -76,6 +86,41 @@ class Transcript:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.records, indent=2))
         return path
+
+
+class ProgressAgent:
+    """Writes a subagent's lines into its parent transcript as progress records, shaped like
+    Claude Code 2.1.x's: each response one record per content block, sharing message id,
+    request id and usage; the prompt and tool results as user records."""
+
+    def __init__(self, parent: Transcript, agent_id: str, task_id: str, prompt: str):
+        self.parent, self.agent_id, self.task_id, self.prompt = parent, agent_id, task_id, prompt
+        self.user(prompt)
+
+    def _inner(self, type_: str, **kw) -> dict:
+        t = self.parent.t + 1
+        return {"type": type_, **kw, "uuid": _uuid(), "timestamp": f"2026-01-01T10:{t // 60:02d}:{t % 60:02d}.500Z"}
+
+    def _emit(self, inner: dict) -> dict:
+        return self.parent._progress(self.agent_id, self.task_id, inner, self.prompt)
+
+    def user(self, text_: str) -> dict:
+        return self._emit(self._inner("user", message={"role": "user", "content": [{"type": "text", "text": text_}]}))
+
+    def assistant(self, msg_id: str, blocks: list[dict], usage: dict, model="claude-haiku-4-5", final_output=None):
+        recs = []
+        for i, b in enumerate(blocks):
+            u = dict(usage)
+            if i == len(blocks) - 1 and final_output is not None:
+                u["output_tokens"] = final_output
+            recs.append(self._emit(self._inner("assistant", requestId="req_" + msg_id, message={
+                "model": model, "id": msg_id, "type": "message", "role": "assistant", "content": [b],
+                "stop_reason": None, "usage": u})))
+        return recs
+
+    def tool_result(self, tool_use_id: str, content) -> dict:
+        return self._emit(self._inner("user", message={"role": "user", "content": [
+            {"tool_use_id": tool_use_id, "type": "tool_result", "content": content}]}))
 
 
 def usage(inp=3, write=0, read=0, out=1, w1h=None):

@@ -69,6 +69,22 @@ def build_fixture(root: Path) -> Path:
            "message": {"role": "user", "content": [{"type": "text", "text": (
                "Base directory for this skill: /home/alice/.claude/skills/alice-review\n\n# Review\n\n"
                "Check ALICE_PRIVATE_NOTE first.")}]}})
+    # a Task subagent carried by progress records (Claude Code 2.1.x): its own stream, its text filled
+    t.assistant("msg_b4", [tool_use("tu8", "Task", prompt="find ALICE_PRIVATE_NOTE")], usage(write=30, read=5250),
+                final_output=7)
+    sub = t.subagent("c0ffee12", "tu8", "find ALICE_PRIVATE_NOTE in /home/alice/proj")
+    sub.assistant("msg_p1", [{"type": "thinking", "thinking": "alice keeps notes in src"},
+                             tool_use("tp1", "Read", file_path="/home/alice/proj/src/notes.py", limit=5)],
+                  usage(inp=4, write=2000), final_output=11)
+    sub.tool_result("tp1", "     1\tALICE_PRIVATE_NOTE = 'hunter2Xy!'\n     2\t# alice@example.org\n")
+    # a command over several lines: its tool_use block is fitted whole (JSON escapes change its count)
+    sub.assistant("msg_p2", [tool_use("tp2", "Bash", command='cd /home/alice/proj && for f in src/*.py; do\n'
+                                      '  grep -n "def \\|class " "$f" | head -3\ndone\necho "alice: done"',
+                                      description="list the definitions")],
+                  usage(inp=2, read=2000, write=50), final_output=9)
+    sub.tool_result("tp2", "src/notes.py:1:class Notes:\nalice: done\n")
+    sub.assistant("msg_p3", [text("Found in src/notes.py")], usage(inp=2, read=2050, write=40), final_output=6)
+    t.tool_result("tu8", "Found in src/notes.py")
     t.user("please look at the parser SECRETPROMPT_alpha")  # same text as the first prompt
     t.assistant("msg_b2", [tool_use("tu7", "Read", file_path="/home/alice/proj/src/parser.py")],
                 usage(write=40, read=5300, w1h=40), final_output=12)
@@ -127,6 +143,8 @@ def path_tool_blocks(src: Path) -> set[str]:
         data = f.read_bytes()
         recs = orjson.loads(data) if data.lstrip()[:1] == b"[" else [orjson.loads(x) for x in data.splitlines() if x.strip()]
         for r in recs:
+            inner = (r.get("data") or {}).get("message") if r.get("type") == "progress" else None
+            r = inner if isinstance(inner, dict) else r  # a Task subagent's line carried by a progress record
             if r.get("type") == "attachment" and isinstance(r.get("attachment"), dict):
                 if PATH_KEYS & set(r["attachment"]):
                     names.add("attachment")
@@ -223,7 +241,10 @@ def test_fixture_roundtrip_token_exact_words(tmp_path):
     blob = b"".join(p.read_bytes() for p in dst.rglob("*") if p.is_file())
     for v in SENSITIVE:
         assert v.encode() not in blob, v
-    for raw, anon in paired_traces(src, dst, s, keys, keys):
+    pairs = paired_traces(src, dst, s, keys, keys)
+    # the main session's subagents: one from its separate file, one from its progress records
+    assert sorted(raw.streams["kind"] for raw, _ in pairs) == [["main"], ["main", "progress_subagent", "subagent"]]
+    for raw, anon in pairs:
         assert_same_structure(raw, anon)
         assert raw.blocks["tokens"] == anon.blocks["tokens"]
         for i in range(raw.n_blocks):

@@ -71,6 +71,9 @@ def _n_blocks(path):
     n = 0
     seen = set()
     for rec in _load(path):
+        inner = (rec.get("data") or {}).get("message") if rec.get("type") == "progress" else None
+        if isinstance(inner, dict) and isinstance(inner.get("message"), dict):
+            rec = inner  # a line of a Task subagent's transcript: its blocks are the session's too
         if rec.get("uuid") in seen:
             continue
         seen.add(rec.get("uuid"))
@@ -133,7 +136,11 @@ def test_fidelity_both_variants(corpus):
     1%). Model only (no observed evictions or later warm prefixes): within 2% on cost (the
     acceptance target), and the values measured on 2026-11-25 as regression floors, after the
     SessionStart-hook events and the dataset's system prefix (19/27, reads +0.19%, writes -5.38%,
-    cost -1.12%, 98.15%; before them 18/27, -6.76%, -1.36%, 98.11%)."""
+    cost -1.12%, 98.15%; before them 18/27, -6.76%, -1.36%, 98.11%). Since the Task subagents
+    of 5 files are read from their progress records (43 more requests, 2,801): calibrated
+    27/27, reads +0.00%, writes -0.05%, cost -0.01%, 99.96%; model only 19/27, reads +0.18%,
+    writes -5.20%, cost -1.12%, 98.14% (the 43 subagent requests alone: reads +0.04%,
+    writes -0.21%, 97.67% matched; `python bench/stream_kinds.py`)."""
     from replay import store
     from replay.engine import ReplayOptions
     from replay.experiments.validate import validate
@@ -149,7 +156,7 @@ def test_fidelity_both_variants(corpus):
     e = cal["rel_error"]
     assert abs(e["cache_read"]) <= 0.005 and abs(e["cache_write"]) <= 0.02 and abs(e["cost"]) <= 0.005
     assert cal["request_match"] >= 0.995 and o["request_match"] == cal["request_match"]
-    assert o["request_match_counts"]["requests"] == cal["requests"] == 2758
+    assert o["request_match_counts"]["requests"] == cal["requests"] == 2801
     assert mo["sessions_within_targets"] >= 19
     m = mo["rel_error"]
     assert abs(m["cache_read"]) <= 0.005 and abs(m["cache_write"]) <= 0.06 and abs(m["cost"]) <= 0.015
@@ -167,7 +174,12 @@ def test_fidelity_entire_cli(tmp_path):
     Model only: within 2% on cost (the acceptance target), and the values measured on 2026-11-25
     as regression floors, after the SessionStart-hook events, the dataset's system prefix and
     the skill turns (107/143, reads +0.06%, writes -1.54%, cost -0.63%, 98.53%; before them
-    98/143, writes -6.72%, cost -2.84%, 98.33%)."""
+    98/143, writes -6.72%, cost -2.84%, 98.33%). Since the Task subagents are read from their
+    progress records (79 subagents, 919 more requests, 10,513): calibrated 143/143, reads
+    +0.00%, writes -0.07%, cost -0.03%, 99.99%; model only 108/143, reads +0.06%, writes -1.36%,
+    cost -0.60%, 98.65% (the subagent requests alone: reads +0.02%, writes -0.17%, 99.89%
+    matched; `python bench/stream_kinds.py`). The floors are unchanged, but the one on
+    sessions follows the measure, one below it as before (106 -> 107)."""
     from replay import store
     from replay.engine import ReplayOptions
     from replay.experiments.validate import validate
@@ -179,10 +191,17 @@ def test_fidelity_entire_cli(tmp_path):
     con.close()
     cal, mo = rep["variants"]["calibrated"], rep["variants"]["model_only"]
     assert cal["sessions"] == 143 and cal["sessions_within_targets"] >= 0.95 * 143
+    # the subagents' requests are validated with the main streams'
+    con = store.connect(db, read_only=True)
+    n_sub = con.execute("SELECT count(*) FROM requests JOIN streams USING (session_key, stream_id) "
+                        "WHERE kind = 'progress_subagent' AND has_usage").fetchone()[0]
+    n_all = con.execute("SELECT count(*) FROM requests WHERE has_usage").fetchone()[0]
+    con.close()
+    assert n_sub > 0 and cal["requests"] == n_all
     e = cal["rel_error"]
     assert abs(e["cache_read"]) <= 0.005 and abs(e["cache_write"]) <= 0.02 and abs(e["cost"]) <= 0.005
     assert cal["request_match"] >= 0.995
     m = mo["rel_error"]
-    assert mo["sessions_within_targets"] >= 106
+    assert mo["sessions_within_targets"] >= 107
     assert abs(m["cache_read"]) <= 0.005 and abs(m["cache_write"]) <= 0.025 and abs(m["cost"]) <= 0.01
     assert mo["request_match"] >= 0.985

@@ -16,7 +16,10 @@ devboy (seed 003)
     L0 hit rate of 29.9% of events, measured by ``scripts/extract_paper2_format_events.py`` and
     ``scripts/simulate_paper2_pipeline.py``. Their L0 accounting, as measured here
     (`devboy_own_metric`): the events are the tool results of a session log in log order
-    (subagent results included: one cache per log file), each counted once; a result of at
+    (subagent results included: one cache per log file), each counted once; the results of
+    Task subagents that Claude Code 2.1.x writes inside ``progress`` records (streams of kind
+    ``progress_subagent``) are left out: the extractor reads each line's top-level message
+    only, and never sees them; a result of at
     least 200 characters is looked up in a FIFO of 5 content hashes, cleared at a compaction
     boundary; a hit saves its chars/4 tokens minus a 15-token hint; the saving is a share of
     the chars/4 tokens of the results of at least 200 characters. The repeat rate is hits per
@@ -59,6 +62,7 @@ from dataclasses import asdict
 from typing import Any, Callable
 
 from replay.model.arrays import K_TOOL_RESULT, TOOL_KIND_CODE, Dataset
+from replay.ingest.trace import PROGRESS_SUBAGENT
 
 IMAGE_BYTES_PER_TOKEN = 16
 SUPERSEDE_TRIGGERS = (0, 50_000, 100_000, 150_000)
@@ -108,6 +112,8 @@ def devboy_own_metric(ds: Dataset, *, capacity: int = 5, hint_tokens: int = 15, 
     for s in ds.sessions:
         evs = []
         for st in s.streams:
+            if st.kind == PROGRESS_SUBAGENT:
+                continue
             main = st.kind == "main"
             for i in range(st.n_blocks):
                 if st.bkind[i] != K_TOOL_RESULT:

@@ -25,6 +25,13 @@ BLOCK_KINDS = (
 
 TOOL_KINDS = ("read", "mutate", "search", "list", "shell", "web", "other")
 
+# Stream kinds: the main conversation; Claude Code 1.0.x inline sidechains; a separate subagent
+# file; a Task subagent read from the ``progress`` records of the main file (Claude Code
+# 2.1.x). The last is its own kind because a source's accounting may not see it: devboy's
+# extractor reads top-level messages only (`replay.experiments.claims`).
+STREAM_KINDS = ("main", "sidechain", "subagent", "progress_subagent")
+PROGRESS_SUBAGENT = "progress_subagent"
+
 _TOOL_KIND = {
     "Read": "read",
     "NotebookRead": "read",
@@ -74,8 +81,9 @@ CLIENT_EVENTS = ("resume", "skill")
 # same bytes changes. 2: Claude Code SessionStart hooks (resumes; /clear starts a partition).
 # 3: Claude Code skill loads (client event "skill"). 4: keyed hashes of the numbered lines of
 # read results and client previews of large results (``read_lines``); several JSON objects on
-# one line are all read.
-TRACE_REVISION = 4
+# one line are all read. 5: Claude Code Task subagents carried by ``progress`` records
+# (``agent_progress``) become subagent streams.
+TRACE_REVISION = 5
 
 SESSION_COLUMNS = (
     "session_key", "dataset", "file_key", "agent", "session_id", "agent_version",

@@ -25,7 +25,7 @@ from replay.privacy.schema import (
     TOOL_NAME_RX, TOOL_PATH_KEYS, USAGE_STRING_KEYS, enum_ok,
 )
 from replay.privacy.scrub import find
-from replay.ingest.readers.claude_code import SKILL_LOAD, is_skill_part
+from replay.ingest.readers.claude_code import SKILL_LOAD, agent_progress, is_skill_part
 from replay.ingest.readlines import PREVIEW_OPEN, is_preview, numbered_parts
 from replay.privacy.texts import Block, Joined, Tail, TextResolver
 from replay.privacy.vocabulary import deny_pattern
@@ -169,8 +169,9 @@ class Anonymizer:
         return event + ":" + self.tool_name(rest)
 
     # --- records ------------------------------------------------------------------------
-    def record(self, rec: dict) -> dict:
-        cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else None
+    def record(self, rec: dict, cwd: str | None = None) -> dict:
+        """``cwd``: of the record that carries this one (a progress record's subagent line has none)."""
+        cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else cwd
         rtype = rec.get("type")
         out: dict[str, Any] = {}
         for k, v in rec.items():
@@ -189,6 +190,10 @@ class Anonymizer:
                 self.in_context = False
             elif k == "gitBranch" and isinstance(v, str):
                 out[nk] = self.pseudo.branch(v)
+            elif k == "data" and rtype == "progress" and agent_progress(rec) is not None:
+                # a Task subagent's transcript line: model context of its stream, walked as a record
+                out[nk] = {self.dict_key(dk): self.record(dv, cwd) if dk == "message" else self.value(dk, dv, cwd)
+                           for dk, dv in v.items()}
             else:
                 out[nk] = self.value(k, v, cwd)
         return out

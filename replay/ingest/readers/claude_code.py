@@ -15,6 +15,15 @@ the same records) and separate ``<session>/subagents/agent-*.jsonl`` files. Quir
   ``isCompactSummary`` user line is its ``compact_summary`` block;
 * inline sidechains (``isSidechain`` in 1.0.x files, timestamps out of order) become one
   stream per sidechain root; separate subagent files become one stream each;
+* Claude Code 2.1.x writes a Task subagent's conversation into the main file as well, one
+  ``progress`` record (``data.type: agent_progress``) per line of the subagent's transcript:
+  ``data.message`` is that line (a user or assistant record with its own ``uuid``, ``requestId``
+  and ``message``), ``data.agentId`` names the subagent. Each agent becomes one stream of kind
+  ``progress_subagent`` (read like a subagent file: one request per message id and request id, usage counted
+  once), unless the session has that agent's separate file, which then is the stream (the
+  two are copies of one conversation; reading both would count its spend twice). The
+  cumulative ``data.normalizedMessages`` copies are not read: every response they hold is
+  also a ``data.message``;
 * resumed sessions copy earlier records with the old ``sessionId``: they are context of the
   resumed conversation and kept, their requests flagged ``resumed_copy`` (the live session
   is the last ``sessionId`` of the file, known at its end: the file is read in one pass);
@@ -38,7 +47,7 @@ from replay.ingest.checks import InvalidUsage, usage_count
 from replay.ingest.keys import Keyring
 from replay.ingest.readers.base import FileError, ReadReport, Records, read_records
 from replay.ingest.readers.fields import line_range, opt_str, parse_ts
-from replay.ingest.trace import SessionTrace, tool_kind
+from replay.ingest.trace import PROGRESS_SUBAGENT, SessionTrace, tool_kind
 
 AGENT = "claude-code"
 
@@ -104,8 +113,9 @@ def _resource(name: str, tool_input: Any, cwd: str | None, keys: Keyring) -> tup
 class _ClaudeReader:
     """Adds Claude Code records to a :class:`TraceBuilder`, one stream per main/sidechain/subagent."""
 
-    def __init__(self, b: TraceBuilder):
+    def __init__(self, b: TraceBuilder, file_agents: frozenset[str] = frozenset()):
         self.b = b
+        self.file_agents = file_agents  # agents whose separate subagent file is read: their progress copies are not
         self.last_session: str | None = None  # the live session: the last sessionId of the main file
         self.streams: dict[str, Stream] = {}  # stream key -> stream
         self.req_rows: dict[tuple[int, str, str], int] = {}  # (stream id, message id, request id) -> request row
@@ -345,6 +355,10 @@ class _ClaudeReader:
             if isinstance(sid, str):
                 self.last_session = sid
             agent_id = rec.get("agentId") if isinstance(rec.get("agentId"), str) else None
+            sub = agent_progress(rec) if rec.get("type") == "progress" else None
+            if sub is not None:
+                self._agent_progress(line, rec, *sub)
+                continue
             if rec.get("isSidechain"):
                 sidechains.add(rec)
             if rec.get("isSidechain") and isinstance(rec.get("uuid"), str):
@@ -352,6 +366,16 @@ class _ClaudeReader:
                 self.add_record(line, rec, key, "sidechain", agent_id)
             else:
                 self.add_record(line, rec, "main", "main", None)
+
+    def _agent_progress(self, line: int, rec: dict, inner: dict, agent: str) -> None:
+        """One line of a Task subagent's transcript, carried by a progress record of the main file."""
+        if agent in self.file_agents:
+            self.b.report.non_context["progress:agent_progress(subagent file read)"] += 1
+            return
+        # the copied line lacks the session fields of a transcript line: the progress record's apply
+        merged = {k: rec[k] for k in _INHERITED if k in rec}
+        merged.update(inner)
+        self.add_record(line, merged, "agent:" + agent, PROGRESS_SUBAGENT, agent)
 
     def read_subagents(self, files: list[Path], limits: dict[Path, int] | None = None) -> None:
         """Separate subagent files: one stream each."""
@@ -375,6 +399,27 @@ class _ClaudeReader:
         resumed = sum(n for sid, n in self.context_records.items() if sid is not None and sid != live) if live else 0
         primary = live or (sorted(self.session_ids)[0] if self.session_ids else None)
         return self.b.finish(primary or self.b.path.stem, resumed_records=resumed, identity=primary)
+
+
+_INHERITED = ("sessionId", "version", "cwd", "timestamp")
+
+
+def agent_progress(rec: dict) -> tuple[dict, str] | None:
+    """(the subagent's transcript line, its agent key) when ``rec`` is a progress record that
+    carries one (``data.message`` a user or assistant record with a ``message`` object), else None.
+
+    The agent key is ``data.agentId``; a record without one falls back to the Task call that
+    started the subagent (``parentToolUseID``), so its responses are still counted."""
+    data = rec.get("data")
+    inner = data.get("message") if isinstance(data, dict) else None
+    if not isinstance(inner, dict) or inner.get("type") not in ("user", "assistant") \
+            or not isinstance(inner.get("message"), dict):
+        return None
+    agent = data.get("agentId")
+    if not isinstance(agent, str) or not agent:
+        ptu = rec.get("parentToolUseID")
+        agent = "task:" + ptu if isinstance(ptu, str) and ptu else "task:?"
+    return inner, agent
 
 
 class _Sidechains:
@@ -415,7 +460,8 @@ def read_session(main: Path, keys: Keyring, dataset: str, file_key: str, report:
     # Claude Code is the fallback reader: a file no reader recognizes ends here
     unknown = "not a recognised agent log (no Claude Code, Codex, Copilot CLI or Gemini CLI records)"
     records = read_records(main, data, report, _sniff, unknown, records)
-    r = _ClaudeReader(TraceBuilder(AGENT, keys, dataset, file_key, main, report))
+    file_agents = frozenset(sub.stem.removeprefix("agent-") for sub in subagent_files or [])
+    r = _ClaudeReader(TraceBuilder(AGENT, keys, dataset, file_key, main, report), file_agents)
     r.read_main(records)
     r.read_subagents(subagent_files or [], limits)
     return r.finish()
