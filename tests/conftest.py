@@ -26,3 +26,19 @@ def shared_logs(sub: str = "claude-code") -> Path:
             pytest.fail(f"shared corpus {p} is missing under CI=true")
         pytest.skip(f"shared corpus {p} not present (a user's fresh clone)")
     return p
+
+
+def shared_dataset(tmp_path_factory, sub: str):
+    """A shared corpus ingested into a fresh database (its own key) and loaded as replay arrays."""
+    from replay import store
+    from replay.model.arrays import load_dataset
+    from replay.store.load import ingest
+
+    d = tmp_path_factory.mktemp(sub)
+    db = d / "x.duckdb"
+    ingest([shared_logs(sub)], db, key_file=d / "key")
+    con = store.connect(db, read_only=True)
+    try:
+        return load_dataset(con, "default")
+    finally:
+        con.close()

@@ -280,6 +280,9 @@ def test_cli_bound_json_stores_runs(sample, tmp_path):
             x = v["bounds"][name]
             assert x["run_id"] and x["cost"]["saved"] >= -1e-9
         assert v["bounds"]["bound_insert"]["cost"]["saved"] >= v["policies"]["devboy_lru"]["cost"]["saved"] - 1e-9
+        # the achievable flush schedule is printed beside the bounds, never above the lossless one
+        flush = v["schedules"]["retro_flush"]
+        assert "flushes" in flush and flush["cost"]["saved"] <= v["bounds"]["bound_retro"]["cost"]["saved"] + 1e-9
     con = store.connect(db, read_only=True)
     names = [x["policy"] for x in list_runs(con, "sample") if x["status"] == "finished"]
     con.close()

@@ -15,15 +15,12 @@ from __future__ import annotations
 
 import pytest
 
-from replay import store
 from replay.engine import ReplayOptions, replay_session
 from replay.experiments.bound import InsertBound, LosslessBound
-from replay.model.arrays import load_dataset
 from replay.model.cache import CacheConfig
 from replay.policies import build
-from replay.store.load import ingest
 
-from conftest import shared_logs
+from conftest import shared_dataset
 
 VARIANTS = {"calibrated": "log", "model_only": "none"}
 
@@ -51,19 +48,9 @@ RETRO_CLASS = [
 ]
 
 
-def _load(tmp_path_factory, sub: str):
-    d = tmp_path_factory.mktemp(sub)
-    db = d / "x.duckdb"
-    ingest([shared_logs(sub)], db, key_file=d / "key")
-    con = store.connect(db, read_only=True)
-    ds = load_dataset(con, "default")
-    con.close()
-    return ds
-
-
 @pytest.fixture(scope="module", params=["claude-code", "entire-cli"])
 def corpus(request, tmp_path_factory):
-    return _load(tmp_path_factory, request.param)
+    return shared_dataset(tmp_path_factory, request.param)
 
 
 def _costs(ds, policy, opts) -> dict[str, float]:
@@ -121,7 +108,7 @@ def test_no_lossless_policy_beats_its_bound(corpus, variant):
 def test_cupel_size_is_inside_the_insert_bound_only_since_removal_to_zero(tmp_path_factory):
     """The audit's case: cupel_dedup kinds=tool_result score=size removes each later copy to 0;
     the old bound left an 8-token hint in its place and was beaten on many sessions."""
-    ds = _load(tmp_path_factory, "claude-code")
+    ds = shared_dataset(tmp_path_factory, "claude-code")
     opts = ReplayOptions(cache=CacheConfig(observed_evictions="log"))
     cupel = _costs(ds, build("cupel_dedup", {"score": "size", "kinds": ("tool_result",)}), opts)
     hinted = _costs(ds, InsertBound(InsertBound.Params(hint_tokens=8.0)), opts)

@@ -5,16 +5,13 @@ byte-identical; client previews are never full reads; writes of other streams co
 import pytest
 
 from replay.engine import ReplayOptions, replay_session
-from replay.model.arrays import K_TOOL_RESULT
 from replay.model.cache import CacheConfig
-from replay.model.costs import PriceTable
 from replay.policies.common import lines_equal, read_span, verified_cover
 from replay.policies.read_range_dedup import HINT_TOKENS, ReadRangeDedup
 
+from test_policy_read_range_dedup import PRICES, replay_sizes as replay
 from trace_builder import MIN, TraceBuilder
 
-PRICES = PriceTable(overrides={"m": {"input": 3, "cache_write_5m": 3.75, "cache_write_1h": 6, "cache_read": 0.3,
-                                      "output": 15, "min_cacheable": 1024}})
 H = HINT_TOKENS
 PATH = "/p/src/a.py"
 
@@ -41,21 +38,6 @@ def read(b, lines, shown, content=None, tokens=2000, path=PATH, **kw):
     if shown is not None:
         b.lines[pos] = (shown[0], list(shown[1]))
     return pos
-
-
-def replay(b, policy):
-    b.request(ts=10 * MIN)
-    session, vocab = b.build()
-    seen = []
-
-    class Spy(type(policy)):
-        def start_stream(self, ctx):
-            super().start_stream(ctx)
-            seen.append(ctx)
-
-    r = replay_session(session, vocab, Spy(policy.params), ReplayOptions(CacheConfig(ttl="5m"), PRICES))
-    st, eff = session.streams[0], seen[0].eff
-    return [eff[i] for i in range(st.n_blocks) if st.bkind[i] == K_TOOL_RESULT], r.figures
 
 
 F = file_lines(500)

@@ -20,7 +20,7 @@ from replay.policies.base import Policy
 from replay.store.load import ingest
 
 from cc_records import Transcript, text, tool_use, usage
-from conftest import shared_logs
+from conftest import shared_dataset
 
 NAMED = ("bound_insert", "read_range_dedup", "jp_resource_dedup", "devboy_lru")
 VARIANTS = {"calibrated": "log", "model_only": "none"}
@@ -115,24 +115,9 @@ def test_continued_conversation_with_compaction(continued, variant, name):
     assert got["cost"] < base["cost"]
 
 
-def _corpus(tmp_path_factory, sub: str):
-    d = tmp_path_factory.mktemp(sub)
-    db = d / "x.duckdb"
-    ingest([shared_logs(sub)], db, key_file=d / "key")
-    con = store.connect(db, read_only=True)
-    ds = load_dataset(con, "default")
-    con.close()
-    return ds
-
-
-@pytest.fixture(scope="module")
-def entire_cli(tmp_path_factory):
-    return _corpus(tmp_path_factory, "entire-cli")
-
-
-@pytest.fixture(scope="module")
-def claude_code(tmp_path_factory):
-    return _corpus(tmp_path_factory, "claude-code")
+@pytest.fixture(scope="module", params=["claude-code", "entire-cli"])
+def corpus(request, tmp_path_factory):
+    return shared_dataset(tmp_path_factory, request.param)
 
 
 def _violations(ds, policies, variant: str) -> list[tuple]:
@@ -148,15 +133,13 @@ def _violations(ds, policies, variant: str) -> list[tuple]:
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("corpus", ["entire_cli", "claude_code"])
-def test_shared_corpora_named_policies_never_cost_more(request, corpus, variant):
-    ds = request.getfixturevalue(corpus)
+def test_shared_corpora_named_policies_never_cost_more(corpus, variant):
+    ds = corpus
     assert _violations(ds, [(n, named(n)) for n in NAMED], variant) == []
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("corpus", ["entire_cli", "claude_code"])
-def test_shared_corpora_any_shrink_never_costs_more(request, corpus, variant):
-    ds = request.getfixturevalue(corpus)
+def test_shared_corpora_any_shrink_never_costs_more(corpus, variant):
+    ds = corpus
     pols = [(f"shrink{seed}", RandomShrink(seed, share, frac)) for seed, share, frac in SHRINKS]
     assert _violations(ds, pols, variant) == []

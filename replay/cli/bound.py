@@ -23,8 +23,9 @@ COMPARE_WITH = ("devboy_lru", "jp_resource_dedup", "read_range_dedup", "supersed
               "evictions replayed from the log; model-only: not). --observed-evictions is ignored.")
 @click.option("--no-store", is_flag=True, help="Do not store the runs (noop, bound_insert, bound_retro).")
 @json_option("Print JSON: per variant, the baseline, each bound's saving (cost, context and delivered tokens: "
-             "baseline, run, saved, saved_pct) and run id, and the same savings of devboy_lru, jp_resource_dedup, read_range_dedup, "
-             "supersede and cupel_dedup at their defaults.")
+             "baseline, run, saved, saved_pct) and run id, retro_flush's saving and schedule under `schedules`, and "
+             "the same savings of devboy_lru, jp_resource_dedup, read_range_dedup, supersede and cupel_dedup at their "
+             "defaults.")
 @format_option
 def bound(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, variants, no_store, as_json):
     """The offline-optimal bounds: what a lossless policy that knew the whole log could save.

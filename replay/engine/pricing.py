@@ -165,7 +165,8 @@ def uncached_tail(st: Stream, eff: list[float], k: int, unc: float) -> float:
     return out if out > 0.0 else 0.0
 
 
-def in_policy_world(st: Stream, eff: list[float], k: int, length: float, overhead: float, logged: float) -> float:
+def in_policy_world(st: Stream, eff: list[float], k: int, length: float, overhead: float, logged: float,
+                    cap: float | None = None) -> float:
     """A length of request k's prompt in the log's world (a recorded read), as the length of the
     policy's prompt up to the same place.
 
@@ -177,7 +178,9 @@ def in_policy_world(st: Stream, eff: list[float], k: int, length: float, overhea
     before it, and inside a block by the same share of the policy's version of that block.
     The identity for a policy that changed nothing; never longer than the log's length less
     what the policy removed before that place, so a policy that only shrinks is never
-    granted less cache than it saved writes."""
+    granted less cache than it saved writes. ``cap``: a length the caller takes at most, so
+    that a place past the overhead need not be sized (no sum over the blocks: the warm start
+    asks at every request of the calibrated replay)."""
     s0 = st.part_start.get(st.r_partition[k], 0)
     res = st.r_residual[k] if st.r_residual else 0.0
     pos = st.r_pos[k]
@@ -185,6 +188,8 @@ def in_policy_world(st: Stream, eff: list[float], k: int, length: float, overhea
     if length <= base0 or pos <= s0:
         out = length - (logged - overhead)
         return out if out > 0.0 else 0.0
+    if cap is not None and overhead + res >= cap:
+        return cap
     csum = base_csum(st)
     p = observed_write_position_at(csum, length - base0 + csum[s0], s0, pos)
     rem = length - (base0 + csum[p] - csum[s0])
@@ -273,13 +278,14 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         if total < 0.0:
             total = 0.0
         unc_rec, rr, t = r_unc[k], r_read[k], r_ts[k]
-        if unc_rec > 0 and not auto[model]:
+        if unc_rec > 0 and not auto[model] and ctx.metrics["blocks_changed"]:
+            # only a policy that changed a block can have changed the tail
             unc_rec = uncached_tail(st, eff, k, unc_rec)
         ttl = ttls[k]
         if warm_log and rr > 0 and (first or evictions):
             # cached per the log though this stream did not write it: kept warm by other sessions
             # in the policy's world: a policy that shrank the overhead shrank what was warm too
-            warm = in_policy_world(st, eff, k, float(rr), overhead, logged_of[model])
+            warm = in_policy_world(st, eff, k, float(rr), overhead, logged_of[model], overhead)
             cache.warm(model, min(warm, total - unc_rec, overhead), t, ttl)
         first = False
         pos, part = r_pos[k], r_part[k]

@@ -155,7 +155,8 @@ class InsertBound(Policy):
         hint = ctx.units(self.params.hint_tokens)
         if hint >= size:
             return size
-        count_hint(ctx, i, orig, False)
+        if orig != i:  # a hint names an earlier block (the lossless bound's own stand-ins do not)
+            count_hint(ctx, i, orig, False)
         return hint
 
 
@@ -167,11 +168,7 @@ class LosslessBound(InsertBound):
     name = "bound_retro"
 
     @dataclass(frozen=True)
-    class Params:
-        # Removed blocks become this many o200k tokens (0: removed).
-        hint_tokens: float = 0.0
-        capacity: int = 0
-        open_read_lines: int = 2000
+    class Params(InsertBound.Params):
         # Recorded with the run: what the bound relaxes.
         relaxation: str = LOSSLESS_CLASS
 
@@ -179,18 +176,10 @@ class LosslessBound(InsertBound):
         super().start_stream(ctx)
         ctx.state["superseded"] = superseded_reads(ctx.stream)
 
-    def on_append(self, ctx: Context, i: int, size: float) -> float:
-        orig = self.redundant(ctx, i)
-        if orig < 0 and i in ctx.state["superseded"]:
-            orig = i
-        if orig < 0:
-            return size
-        hint = ctx.units(self.params.hint_tokens)
-        if hint >= size:
-            return size
-        if orig != i:
-            count_hint(ctx, i, orig, False)
-        return hint
+    def redundant(self, ctx: Context, i: int) -> int:
+        """As the insert-time bound's, and a read a later read supersedes is its own stand-in (i)."""
+        orig = super().redundant(ctx, i)
+        return i if orig < 0 and i in ctx.state["superseded"] else orig
 
 
 def superseded_reads(st: Stream) -> frozenset[int]:
