@@ -16,7 +16,7 @@ dropped something we cannot see), BPE counts scaled by the stream's median ratio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Collection
 
 import numpy as np
 import pandas as pd
@@ -93,8 +93,10 @@ class Stream:
     r_event: list[str | None] = field(default_factory=list)
     # per model code, for a model whose first request here read nothing from cache: the system
     # prefix other streams of the dataset show for that model and client version
-    # (:func:`shared_system_prefixes`; the engine's ``system_prefix = "dataset"``)
+    # (:func:`shared_system_prefixes`; the engine's ``system_prefix = "dataset"``), and the one
+    # the sessions that started earlier show (``system_prefix = "earlier"``)
     shared_system_prefix: dict[int, float] = field(default_factory=dict)
+    prior_system_prefix: dict[int, float] = field(default_factory=dict)
     # read results with numbered lines: block position -> (first line number, keyed 64-bit hash
     # of each line), what ``policies.common.lines_equal`` compares; and the positions of client
     # previews of results too large to keep (never a full read). Empty for traces ingested before
@@ -164,8 +166,13 @@ def _codes(series: pd.Series) -> tuple[np.ndarray, list[str]]:
     return codes.astype(np.int64), [str(u) for u in uniques]
 
 
-def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[str] | None = None) -> Dataset:
-    """Load a dataset's trace into per-stream arrays (one query per table)."""
+def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[str] | None = None,
+                 prefix_from: Collection[str] | None = None) -> Dataset:
+    """Load a dataset's trace into per-stream arrays (one query per table).
+
+    ``prefix_from``: the sessions whose first warm reads the dataset-wide system prefix
+    (``system_prefix = "dataset"``) is derived from (default: every session of the dataset);
+    ``bench/fidelity_cv.py`` derives it on the folds it then does not score."""
     where = "s.dataset = $ds"
     params: dict[str, Any] = {"ds": dataset}
     if session_keys is not None:
@@ -247,11 +254,15 @@ def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[s
     for sts in by_session.values():
         if len(sts) > 1:
             share_writes(sts)
-    shared = shared_system_prefixes(con, dataset) if not reqs.empty else {}
-    if shared:
-        for sts in by_session.values():
+    if not reqs.empty:
+        rows = _first_warm_reads(con, dataset)
+        allowed = None if prefix_from is None else set(prefix_from)
+        shared = _modes(r[1:] for r in rows if allowed is None or r[0] in allowed)
+        prior = _prior_modes(con, dataset, rows, by_session)
+        for key, sts in by_session.items():
             for st in sts:
-                _assign_shared_prefix(st, shared, vocab.models)
+                _assign_shared_prefix(st, shared, vocab.models, st.shared_system_prefix)
+                _assign_shared_prefix(st, prior.get(key, {}), vocab.models, st.prior_system_prefix)
     sessions = [Session(k, a, by_session[k]) for k, a in sess.itertuples(index=False)]
     return Dataset(dataset, sessions, vocab)
 
@@ -268,8 +279,15 @@ def shared_system_prefixes(con, dataset: str) -> dict[tuple[str, str, bool], flo
     shorter than the request's input total less the BPE size of its transcript blocks (an
     estimate of the overhead that needs no anchoring, so that a subset of sessions sees the
     same figures as the whole)."""
+    return _modes(r[1:] for r in _first_warm_reads(con, dataset))
+
+
+def _first_warm_reads(con, dataset: str) -> list[tuple[str, tuple[str, str, bool], int]]:
+    """(session key, (price key, client version, main stream?), read) of every stream's first
+    request of a model whose cache read stopped inside the overhead (see
+    :func:`shared_system_prefixes`)."""
     if not has_column(con, "requests", "client_version"):
-        return {}
+        return []
     rows = con.execute(
         """WITH f AS (
                SELECT r.session_key, r.stream_id, r.model, coalesce(r.speed = 'fast', false) AS fast,
@@ -279,25 +297,63 @@ def shared_system_prefixes(con, dataset: str) -> dict[tuple[str, str, bool], flo
                                          coalesce(r.speed = 'fast', false) ORDER BY r.req_idx) AS rn
                FROM requests r JOIN sessions s USING (session_key)
                WHERE s.dataset = $ds AND r.has_usage AND r.model IS NOT NULL)
-           SELECT f.model, f.fast, f.client_version, st.kind = 'main' AS main, f.cache_read
+           SELECT f.session_key, f.model, f.fast, f.client_version, st.kind = 'main' AS main, f.cache_read
            FROM f JOIN streams st ON st.session_key = f.session_key AND st.stream_id = f.stream_id
                   LEFT JOIN blocks b ON b.session_key = f.session_key AND b.stream_id = f.stream_id
                                     AND b.partition = f.partition AND b.pos < f.position
            WHERE f.rn = 1 AND f.cache_read > 0 AND f.client_version IS NOT NULL
            GROUP BY f.session_key, f.stream_id, f.model, f.fast, f.client_version, st.kind, f.cache_read, f.total
-           HAVING f.cache_read < f.total - coalesce(sum(b.tokens), 0)""",
+           HAVING f.cache_read < f.total - coalesce(sum(b.tokens), 0)
+           ORDER BY f.session_key, f.stream_id, f.model, f.fast""",
         {"ds": dataset}).fetchall()
+    return [(key, (price_key(model, "fast" if fast else None), version, bool(main)), int(read))
+            for key, model, fast, version, main, read in rows]
+
+
+def _modes(rows) -> dict[tuple[str, str, bool], float]:
+    """Per key, the most frequent read (ties to the shorter)."""
     counts: dict[tuple[str, str, bool], dict[int, int]] = {}
-    for model, fast, version, main, read in rows:
-        c = counts.setdefault((price_key(model, "fast" if fast else None), version, bool(main)), {})
-        c[int(read)] = c.get(int(read), 0) + 1
-    return {key: float(min(c, key=lambda v: (-c[v], v))) for key, c in counts.items()}
+    for k, read in rows:
+        c = counts.setdefault(k, {})
+        c[read] = c.get(read, 0) + 1
+    return {k: float(min(c, key=lambda v: (-c[v], v))) for k, c in counts.items()}
 
 
-def _assign_shared_prefix(st: Stream, shared: dict[tuple[str, str, bool], float], models: list[str]) -> None:
-    """Give each model whose first request in the stream read nothing the dataset's system
-    prefix for its model, client version and stream kind, where that is shorter than the
-    stream's overhead."""
+def _prior_modes(con, dataset: str, rows: list, by_session: dict) -> dict[str, dict]:
+    """Per loaded session, :func:`_modes` over the sessions of the dataset that started before
+    it (strictly: sessions with the same start see none of each other's reads), so that what a
+    session's replay takes from other sessions is what its user could have known when it ran,
+    and ingesting sessions that started later never changes it."""
+    if not rows:
+        return {}
+    start = dict(con.execute("SELECT session_key, started_at FROM sessions WHERE dataset = $ds",
+                             {"ds": dataset}).fetchall())
+    never = 1 << 62  # a session without a start time sees nothing and is seen by nothing
+    ordered = sorted(rows, key=lambda r: start.get(r[0]) if start.get(r[0]) is not None else never)
+    out: dict[str, dict] = {}
+    i = 0
+    counts: dict[tuple, dict[int, int]] = {}
+    modes: dict[tuple, float] = {}
+    for key in sorted(by_session, key=lambda k: start.get(k) if start.get(k) is not None else never):
+        t = start.get(key)
+        if t is None:
+            out[key] = {}
+            continue
+        while i < len(ordered) and start.get(ordered[i][0]) is not None and start[ordered[i][0]] < t:
+            _, k, read = ordered[i]
+            c = counts.setdefault(k, {})
+            c[read] = c.get(read, 0) + 1
+            modes[k] = float(min(c, key=lambda v: (-c[v], v)))
+            i += 1
+        out[key] = dict(modes)
+    return out
+
+
+def _assign_shared_prefix(st: Stream, shared: dict[tuple[str, str, bool], float], models: list[str],
+                          into: dict[int, float]) -> None:
+    """Give each model whose first request in the stream read nothing the system prefix
+    ``shared`` holds for its model, client version and stream kind, where that is shorter
+    than the stream's overhead (written to ``into``)."""
     seen: set[int] = set()
     for k in range(st.n_requests):
         m = st.r_model[k]
@@ -308,7 +364,7 @@ def _assign_shared_prefix(st: Stream, shared: dict[tuple[str, str, bool], float]
             continue
         v = shared.get((models[m], st.r_version[k], st.kind == "main"))
         if v is not None and v < st.overhead.get(m, 0.0):
-            st.shared_system_prefix[m] = v
+            into[m] = v
 
 
 def _make_stream(key: str, sid: int, kind: str, b: dict[str, np.ndarray], r: dict[str, np.ndarray],
