@@ -145,7 +145,7 @@ def slice_text(slc: dict | None) -> str:
 
 # the cache settings a baseline command repeats when they differ from `CacheConfig`'s defaults
 CACHE_FLAGS = ("ttl", "breakpoints", "warm_start", "turn_end_write", "thinking_switch", "resume", "task_turns",
-               "skill_turns", "unknown_times", "system_prefix", "clock")
+               "skill_turns", "unknown_times", "system_prefix", "prefix_versions", "clock")
 
 
 def _cache_fields() -> set[str]:

@@ -90,6 +90,11 @@ class CacheConfig:
         stream's first request read from cache when that is less than the whole overhead (the
         rest is first-message context the transcript does not record), else at the overhead;
         "overhead": always at the overhead (tools, system prompt and that context).
+    prefix_versions: which client versions a cold stream may borrow its system prefix from
+        (``system_prefix`` "earlier" or "dataset"). "nearest": its own, and where no other
+        session shows one for its version, the nearest version's (the closest earlier one
+        first; a client's system prompt changes little between versions, docs/replay-model.md,
+        "System prefix"). "same": its own version only.
     clock: when a request looks up and refreshes the cache. "send": both when it was sent,
         the time of its last input block (the log stamps a request with its response, which
         can come minutes later after long thinking); "end": looked up when sent, and what it
@@ -111,6 +116,7 @@ class CacheConfig:
     skill_turns: str = "invalidate"
     unknown_times: str = "log"
     system_prefix: str = "earlier"
+    prefix_versions: str = "nearest"
     clock: str = "end"
 
     def __post_init__(self):
@@ -120,6 +126,7 @@ class CacheConfig:
                               ("task_turns", ("invalidate", "ignore")), ("skill_turns", ("invalidate", "ignore")),
                               ("unknown_times", ("log", "model")),
                               ("system_prefix", ("dataset", "earlier", "log", "overhead")),
+                              ("prefix_versions", ("nearest", "same")),
                               ("clock", ("send", "end", "response"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"cache.{name} = {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
@@ -132,7 +139,7 @@ class CacheConfig:
 
 # What a run stored before a setting existed was replayed with: the behaviour from before its
 # rule (runs store their full configuration, so a missing key means an older ctxreplay).
-LEGACY_SETTINGS = {"turn_end_write": "none", "thinking_switch": "ignore", "system_prefix": "overhead",
+LEGACY_SETTINGS = {"prefix_versions": "same", "turn_end_write": "none", "thinking_switch": "ignore", "system_prefix": "overhead",
                    "clock": "response", "resume": "ignore", "task_turns": "ignore", "unknown_times": "model",
                    "skill_turns": "ignore"}
 
