@@ -289,3 +289,15 @@ def test_all_35_shared_files_ingest_and_every_agent_is_covered(tmp_path):
     by = rep["overall"]["by_agent"]
     assert by["codex"]["sessions"] == 5 and by["claude-code"]["sessions"] == 27
     assert by["gemini-cli"]["sessions"] == 0 and "no input usage" in by["gemini-cli"]["note"]
+
+
+def test_skill_on_a_loaded_dataset_agrees_with_validate(sample_db):
+    from replay.experiments.validate import skill
+    from replay.model.arrays import load_dataset
+
+    con = store.connect(sample_db, read_only=True)
+    rep = validate(con, "sample", ReplayOptions())
+    got = skill(load_dataset(con, "sample"), ReplayOptions())
+    con.close()
+    assert got["model_only"] == rep["variants"]["model_only"]
+    assert got["naive"] == {k: {f: x for f, x in v.items() if f != "cache_config"} for k, v in rep["naive"].items()}

@@ -108,7 +108,7 @@ def naive_config(cfg: CacheConfig, name: str) -> CacheConfig:
 
 
 def skill_counts(naive: list[int], model: list[int]) -> dict[str, Any]:
-    """How the model's per-request reads do where a naive predictor's miss, over the same
+    """How the model's per-request reads do where a naive predictor misses, over the same
     requests (``read_match`` signs, 0 = match): see the module's docstring."""
     if len(naive) != len(model):
         raise ValueError("naive and model signs cover different requests")
@@ -274,14 +274,12 @@ def _naive_summary(recorded: dict, naive: dict, model: dict, sessions: list[dict
     return out
 
 
-def skill(ds: Dataset, opts: ReplayOptions, model_only: dict | None = None) -> dict[str, Any]:
+def skill(ds: Dataset, opts: ReplayOptions) -> dict[str, Any]:
     """The model-only variant against the naive predictors on a loaded dataset, over the
     sessions whose log records usage: ``{"model_only": summary, "naive": {name: summary with
-    vs_model_only}}`` (``validate`` reports the same within its report).
-    ``model_only``: its ``_simulate`` result, if already run."""
+    vs_model_only}}`` (``validate`` reports the same within its report)."""
     recorded = recorded_cost(ds, None, opts.prices)["per_session"]
-    if model_only is None:
-        model_only = _simulate(ds, replace(opts, cache=replace(opts.cache, observed_evictions="none")))
+    model_only = _simulate(ds, replace(opts, cache=replace(opts.cache, observed_evictions="none")))
     naive = {name: _simulate(ds, replace(opts, cache=naive_config(opts.cache, name))) for name in NAIVE}
     keys = {k for k, r in recorded.items() if r["requests_with_usage"]}
     sessions = [{"session_id": k, "variants": {"model_only": _per_session(model_only, k, recorded[k])},
