@@ -16,13 +16,21 @@ only) belongs to no partition, so it survives compactions.
 
 from __future__ import annotations
 
+import re
 from bisect import insort
 from dataclasses import asdict, dataclass
 
 SYS = -1  # partition key of the system+tools prefix entry
 OPENAI_MIN = 1024  # OpenAI caches prompts from 1,024 tokens ...
 OPENAI_STEP = 128  # ... in 128-token increments
-OPENAI_RETENTION_MS = 10 * 60 * 1000  # in-memory retention: 5-10 minutes of inactivity
+OPENAI_RETENTION_MS = 10 * 60 * 1000  # in-memory retention: 5-10 minutes of inactivity ...
+OPENAI_MAX_RETENTION_MS = 60 * 60 * 1000  # ... "always removed within one hour"
+OPENAI_EXTENDED_RETENTION_MS = 24 * 60 * 60 * 1000  # extended retention (prompt_cache_retention = 24h)
+OPENAI_RETENTIONS = {"1h": OPENAI_MAX_RETENTION_MS, "10m": OPENAI_RETENTION_MS, "24h": OPENAI_EXTENDED_RETENTION_MS}
+# GPT-5.5: every cached count on the shared Codex logs (1,017 of 1,017) is 384 + a multiple of
+# 512, and a request reads the previous prompt down to that grid (docs/replay-model.md)
+GPT55_STEP, GPT55_BASE = 512, 384
+_GPT55 = re.compile(r"(?:^|/)gpt-5\.5(?:$|[-@:])")
 TTL_MS = {"5m": 5 * 60 * 1000, "1h": 60 * 60 * 1000}
 BREAKPOINTS = ("claude-code", "last-message", "none")
 TTLS = ("log", "5m", "1h")
@@ -91,6 +99,21 @@ class CacheConfig:
     clock: when a request looks up and refreshes the cache. "send": when it was sent, the
         time of its last input block (the log stamps a request with its response, which can
         come minutes later after long thinking); "response": the request's own time.
+
+    OpenAI automatic caching (models of provider "openai"; evidence: docs/replay-model.md,
+    "OpenAI automatic caching"):
+    openai_retention: how long an OpenAI prefix stays cached after its last use when ``ttl`` is
+        "log": "1h" (in-memory retention is always removed within one hour), "10m" (the
+        typical 5-10 minutes of inactivity), "24h" (extended retention).
+    openai_increments: "observed": GPT-5.5 reads end at 384 + a multiple of 512 tokens (every
+        cached count of the shared Codex logs), other models at 1,024 + a multiple of 128;
+        "documented": 1,024 + a multiple of 128 for every model.
+    openai_reasoning: "turn": at a request that opens a user turn, the reasoning items of the
+        earlier turns are no longer in the prompt (OpenAI discards reasoning after each turn),
+        so no entry reaches past the previous turn's first reasoning block; "keep": no rule.
+    openai_second_request: "system_only": the second request of a stream reads only the prefix
+        other sessions kept warm (its first request's warm read), as on every shared Codex
+        log; "model": no rule.
     """
 
     ttl: str = "log"
@@ -107,6 +130,11 @@ class CacheConfig:
     unknown_times: str = "log"
     system_prefix: str = "dataset"
     clock: str = "send"
+    # OpenAI automatic caching (provider "openai" only)
+    openai_retention: str = "1h"
+    openai_increments: str = "observed"
+    openai_reasoning: str = "turn"
+    openai_second_request: str = "system_only"
 
     def __post_init__(self):
         for name, allowed in (("ttl", TTLS), ("breakpoints", BREAKPOINTS), ("warm_start", WARM_STARTS),
@@ -115,7 +143,11 @@ class CacheConfig:
                               ("task_turns", ("invalidate", "ignore")), ("skill_turns", ("invalidate", "ignore")),
                               ("unknown_times", ("log", "model")),
                               ("system_prefix", ("dataset", "log", "overhead")),
-                              ("clock", ("send", "response"))):
+                              ("clock", ("send", "response")),
+                              ("openai_retention", tuple(OPENAI_RETENTIONS)),
+                              ("openai_increments", ("observed", "documented")),
+                              ("openai_reasoning", ("turn", "keep")),
+                              ("openai_second_request", ("system_only", "model"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"cache.{name} = {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
         if self.lookback_blocks is not None and self.lookback_blocks < 0:
@@ -129,7 +161,16 @@ class CacheConfig:
 # rule (runs store their full configuration, so a missing key means an older ctxreplay).
 LEGACY_SETTINGS = {"turn_end_write": "none", "thinking_switch": "ignore", "system_prefix": "overhead",
                    "clock": "response", "resume": "ignore", "task_turns": "ignore", "unknown_times": "model",
-                   "skill_turns": "ignore"}
+                   "skill_turns": "ignore", "openai_retention": "10m", "openai_increments": "documented",
+                   "openai_reasoning": "keep", "openai_second_request": "model"}
+
+
+def openai_grid(model: str, cfg: CacheConfig) -> tuple[int, int]:
+    """(step, base) of the token counts an OpenAI model reads from cache: a read is the
+    largest ``base + step * n`` not above the matched prefix (and at least 1,024)."""
+    if cfg.openai_increments == "observed" and _GPT55.search((model or "").lower()):
+        return GPT55_STEP, GPT55_BASE
+    return OPENAI_STEP, OPENAI_MIN
 
 
 def stored_settings(cfg: dict) -> dict:
@@ -228,6 +269,12 @@ class StreamCache:
         ``model`` (a thinking switch): only its system-prefix entries stay readable."""
         self.entries = [e for e in self.entries if e[0] != model or e[1] == SYS]
 
+    def cut_after(self, part: int, pos: int) -> None:
+        """The prompt changed at block ``pos`` of partition ``part`` (automatic caching: an
+        entry is the whole earlier prompt, so one that reaches past the change is not a prefix
+        of the new prompt; OpenAI's earlier reasoning leaving the prompt)."""
+        self.entries = [e for e in self.entries if e[1] != part or e[2] <= pos]
+
     def write(self, model: int, part: int, pos: int, tokens: float, t: int, ttl_ms: int) -> None:
         """An entry written by a request the log does not show, just before ``t`` (it lives
         until ``t`` unless a request reads and so refreshes it)."""
@@ -241,11 +288,11 @@ class StreamCache:
 
     def request_auto(self, model: int, part: int, pos: int, t: int, total: float, ttl_ms: int,
                      changed_from: int | None, removed: float = 0.0, min_tokens: int = OPENAI_MIN,
-                     step: int = OPENAI_STEP) -> tuple[float, float, float, float]:
+                     step: int = OPENAI_STEP, base: int | None = None) -> tuple[float, float, float, float]:
         """Automatic (implicit) caching: the whole prompt is cached with no write charge; a later
         request reads the longest cached prefix of at least ``min_tokens``, counted in
-        ``step``-token increments (OpenAI: from 1,024 in steps of 128; Gemini: per-model
-        minimum, no steps)."""
+        ``step``-token increments from ``base`` (default ``min_tokens``; OpenAI: from 1,024 in
+        steps of 128, GPT-5.5 at 384 + multiples of 512; Gemini: per-model minimum, no steps)."""
         bust = 0.0
         if changed_from is not None:
             before = self._best(model, part, pos, t, float("inf"))
@@ -262,7 +309,17 @@ class StreamCache:
             match = min(best[3], total)
             if match >= min_tokens:
                 # token counts are fractional after anchoring: without steps the match is read whole
-                read = match if step <= 1 else min_tokens + step * ((match - min_tokens) // step)
+                if step <= 1:
+                    read = match
+                else:
+                    b = min_tokens if base is None else base
+                    # a prefix summed along another path of floats may fall a hair short of a
+                    # grid point it reaches
+                    read = b + step * ((match - b + 1e-6) // step)
+                    if read > match:
+                        read = match
+                    if read < min_tokens:
+                        read = 0.0
             best[4] = t + best[5]
         if total >= min_tokens:
             self._add([model, part, pos, total, t + ttl_ms, ttl_ms])
