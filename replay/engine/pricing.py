@@ -37,6 +37,8 @@ from replay.policies.base import Context, Policy
 if TYPE_CHECKING:
     from replay.engine.loop import ReplayOptions
 
+KEPT_MS = 1 << 50  # an entry that never expires within a replay
+
 REQUEST_FIGURES = ("input_total", "uncached", "cache_read", "cache_write_5m", "cache_write_1h", "output", "cost",
                    "bust_tokens")
 
@@ -277,6 +279,9 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     untimed = unknown_times(st, cfg) if st.r_evict else [False] * st.n_requests
     reasoning_cuts = openai_reasoning_cuts(st, cfg, openai)
     second = openai_second_requests(st, cfg, openai)
+    routing_miss = cfg.openai_routing_miss if cfg.observed_evictions == "none" else 0.0
+    # other sessions keep the client's instructions warm (CacheConfig.openai_warm_prefix)
+    warm_kept = cfg.openai_warm_prefix == "kept"
     frame = bool(st.r_residual)
     first = True
     n_req = 0
@@ -296,7 +301,8 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             # cached per the log though this stream did not write it: kept warm by other sessions
             # in the policy's world: a policy that shrank the overhead shrank what was warm too
             warm = in_policy_world(st, eff, k, float(rr), overhead, logged_of[model], overhead)
-            cache.warm(model, min(warm, total - unc_rec, overhead), t, ttl)
+            cache.warm(model, min(warm, total - unc_rec, overhead), t,
+                       KEPT_MS if warm_kept and openai[model] else ttl)
         first = False
         pos, part = r_pos[k], r_part[k]
         if frame and not auto[model] and k > 0 and r_part[k - 1] == part and residual[k] < residual[k - 1] \
@@ -338,6 +344,12 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             read, written, uncached, bust = cache.request_auto(
                 model, part, pos, t, total, retention[model] if auto_log else ttl, changed_from, removed,
                 min_c[model], step, base)
+            if routing_miss and openai[model] and read > 0.0:
+                # expected: a request routed to a machine without the prefix reads the warm part only
+                warm = cache.warm_length(model, t)
+                lost = routing_miss * (read - (warm if warm < read else read))
+                read -= lost
+                uncached += lost
         else:
             read, written, uncached, bust = cache.request(
                 model, part, pos, t, total, unc_rec if unc_rec < total else total, sys_of[model], ttl, min_c[model],

@@ -114,6 +114,12 @@ class CacheConfig:
     openai_second_request: "system_only": the second request of a stream reads only the prefix
         other sessions kept warm (its first request's warm read), as on every shared Codex
         log; "model": no rule.
+    openai_warm_prefix: "kept": the prefix a stream's first request read warm (cached by other
+        sessions: the client's instructions and tools) stays readable however long the stream
+        idles; "ttl": it expires like the stream's own entries.
+    openai_routing_miss: the share of a request's predicted read beyond the warm prefix that
+        is lost to requests routed to a machine without the prefix (an expected value, in the
+        model-only variant only: the calibrated one replays the recorded misses); 0 = off.
     """
 
     ttl: str = "log"
@@ -135,6 +141,8 @@ class CacheConfig:
     openai_increments: str = "observed"
     openai_reasoning: str = "turn"
     openai_second_request: str = "system_only"
+    openai_warm_prefix: str = "kept"
+    openai_routing_miss: float = 0.0
 
     def __post_init__(self):
         for name, allowed in (("ttl", TTLS), ("breakpoints", BREAKPOINTS), ("warm_start", WARM_STARTS),
@@ -147,9 +155,12 @@ class CacheConfig:
                               ("openai_retention", tuple(OPENAI_RETENTIONS)),
                               ("openai_increments", ("observed", "documented")),
                               ("openai_reasoning", ("turn", "keep")),
-                              ("openai_second_request", ("system_only", "model"))):
+                              ("openai_second_request", ("system_only", "model")),
+                              ("openai_warm_prefix", ("kept", "ttl"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"cache.{name} = {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
+        if not 0.0 <= self.openai_routing_miss < 1.0:
+            raise ValueError("cache.openai_routing_miss must be >= 0 and < 1")
         if self.lookback_blocks is not None and self.lookback_blocks < 0:
             raise ValueError("cache.lookback_blocks must be >= 0")
 
@@ -162,7 +173,8 @@ class CacheConfig:
 LEGACY_SETTINGS = {"turn_end_write": "none", "thinking_switch": "ignore", "system_prefix": "overhead",
                    "clock": "response", "resume": "ignore", "task_turns": "ignore", "unknown_times": "model",
                    "skill_turns": "ignore", "openai_retention": "10m", "openai_increments": "documented",
-                   "openai_reasoning": "keep", "openai_second_request": "model"}
+                   "openai_reasoning": "keep", "openai_second_request": "model", "openai_warm_prefix": "ttl",
+                   "openai_routing_miss": 0.0}
 
 
 def openai_grid(model: str, cfg: CacheConfig) -> tuple[int, int]:
@@ -274,6 +286,10 @@ class StreamCache:
         entry is the whole earlier prompt, so one that reaches past the change is not a prefix
         of the new prompt; OpenAI's earlier reasoning leaving the prompt)."""
         self.entries = [e for e in self.entries if e[1] != part or e[2] <= pos]
+
+    def warm_length(self, model: int, t: int) -> float:
+        """The longest system-prefix entry of ``model`` alive at ``t`` (kept warm by other sessions)."""
+        return max((e[3] for e in self.sys if e[0] == model and e[4] >= t), default=0.0)
 
     def write(self, model: int, part: int, pos: int, tokens: float, t: int, ttl_ms: int) -> None:
         """An entry written by a request the log does not show, just before ``t`` (it lives
