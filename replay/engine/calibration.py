@@ -380,12 +380,14 @@ def openai_second_requests(st: Stream, cfg: CacheConfig, openai: list[bool]) -> 
     out = [False] * n
     if cfg.openai_second_request != "system_only":
         return out
-    seen = 0
+    first = -1
     for k in range(n):
         if st.r_has_usage[k]:
-            seen += 1
-            if seen == 2:
-                out[k] = openai[st.r_model[k]] and st.r_model[k] == st.r_model[0] \
-                    and st.r_partition[k] == st.r_partition[0]
-                break
+            if first < 0:
+                first = k
+                continue
+            # a model switch or a compaction is a break of its own
+            out[k] = openai[st.r_model[k]] and st.r_model[k] == st.r_model[first] \
+                and st.r_partition[k] == st.r_partition[first]
+            break
     return out
