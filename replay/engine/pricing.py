@@ -24,6 +24,7 @@ from replay.engine.calibration import (
     openai_second_requests,
     observed_write_position_at,
     client_rewrites,
+    refresh_times,
     send_times,
     thinking_switches,
     unknown_times,
@@ -101,7 +102,8 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
     start), that read is the breakpoint; a policy that shrinks the overhead (pruned tool
     definitions) shrinks it by as much. Where it read nothing, ``system_prefix = "dataset"``
     takes the system prefix other streams of the dataset show for the model and client version
-    (``Stream.shared_system_prefix``); otherwise the whole overhead is taken."""
+    (``Stream.shared_system_prefix``), ``"earlier"`` the one the sessions that started earlier
+    show (``Stream.prior_system_prefix``); otherwise the whole overhead is taken."""
     out = list(overhead_of)
     if cfg.system_prefix == "overhead":
         return out
@@ -114,8 +116,15 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
         logged, rr = st.overhead.get(m, 0.0), float(st.r_read[k])
         if 0.0 < rr < logged:
             out[m] = max(0.0, rr - (logged - overhead_of[m]))
-        elif cfg.system_prefix == "dataset" and m in st.shared_system_prefix:
-            out[m] = max(0.0, st.shared_system_prefix[m] - (logged - overhead_of[m]))
+        else:
+            shared, near = ((st.shared_system_prefix, st.shared_system_prefix_near) if cfg.system_prefix == "dataset"
+                            else (st.prior_system_prefix, st.prior_system_prefix_near)
+                            if cfg.system_prefix == "earlier" else ({}, {}))
+            v = shared.get(m)
+            if v is None and cfg.prefix_versions == "nearest":
+                v = near.get(m)
+            if v is not None:
+                out[m] = max(0.0, v - (logged - overhead_of[m]))
     return out
 
 
@@ -273,6 +282,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     r_pos, r_part, r_model, r_ts = st.r_pos, st.r_partition, st.r_model, send_times(st, cfg)
     r_unc, r_read, r_out, eff = st.r_uncached, st.r_read, st.r_output, ctx.eff
     forks = fork_writes(st, cfg)
+    refresh = refresh_times(st, cfg)
     switches = thinking_switches(st, vocab.models, cfg)
     rewrites = client_rewrites(st, vocab.tool_names, cfg)
     # where the log gives no time, the TTL model cannot judge: the recorded read decides
@@ -353,7 +363,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         else:
             read, written, uncached, bust = cache.request(
                 model, part, pos, t, total, unc_rec if unc_rec < total else total, sys_of[model], ttl, min_c[model],
-                changed_from, removed)
+                changed_from, removed, refresh[k] if refresh is not None else None)
         if ttl == ttl_1h:
             w5, w1h = 0.0, written
         else:

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 SYS = -1  # partition key of the system+tools prefix entry
 OPENAI_MIN = 1024  # OpenAI caches prompts from 1,024 tokens ...
 OPENAI_STEP = 128  # ... in 128-token increments
+NEVER = 1 << 62  # the expiry of an entry that never expires (``expiry = "never"``)
 OPENAI_RETENTION_MS = 10 * 60 * 1000  # in-memory retention: 5-10 minutes of inactivity ...
 OPENAI_MAX_RETENTION_MS = 60 * 60 * 1000  # ... "always removed within one hour"
 OPENAI_EXTENDED_RETENTION_MS = 24 * 60 * 60 * 1000  # extended retention (prompt_cache_retention = 24h)
@@ -43,6 +44,10 @@ class CacheConfig:
 
     ttl: "log" takes each request's TTL from the log's recorded 5m/1h write split;
         "5m"/"1h" force one.
+    expiry: "ttl": an entry expires when its TTL has passed since its last use. "never": no
+        entry ever expires (the TTL still decides whether a write is billed as a 5m or a 1h
+        write); no provider behaves so: it is the naive "never breaks" predictor that
+        ``validate`` scores the model against.
     breakpoints: "claude-code" (after system+tools and at the last message),
         "last-message" (only at the end), "none" (no caching at all).
     lookback_blocks: how many blocks before a breakpoint the API searches for an entry;
@@ -58,11 +63,13 @@ class CacheConfig:
         request, for every policy alike; and where the recorded read covers more than the
         no-op replay holds, the prefix it covers is written (an observed write: a request the
         log does not show). "none" ignores both: the model-only variant.
-    turn_end_write: "always": when a request opens a user turn after a response that ended
-        in assistant text, the conversation up to that text was cached when the response
-        ended (Claude Code 2.x sends an unlogged request there, its prompt suggestion); with
-        observed evictions on, only where the next recorded read reaches that prefix.
-        "none": no such write.
+    turn_end_write: "v2": when a request of a client version 2.x or later (the version the
+        log gives: Claude Code) opens a user turn after a response that ended in assistant
+        text, the conversation up to that text was cached when the response ended (Claude
+        Code 2.x sends an unlogged request there, its prompt suggestion; 1.0.x did not: its
+        next turns read the previous request's prefix, docs/replay-model.md, "Turn-end
+        write"); with observed evictions on, only where the next recorded read reaches that
+        prefix. "always": the same for every client and version. "none": no such write.
     thinking_switch: "invalidate": a request that opens a user turn with extended thinking
         switched on or off since the previous turn (visible for models with budget thinking:
         the turn's first response has a thinking block or not) cannot read the message
@@ -96,10 +103,17 @@ class CacheConfig:
         stream's first request read from cache when that is less than the whole overhead (the
         rest is first-message context the transcript does not record), else at the overhead;
         "overhead": always at the overhead (tools, system prompt and that context).
-    clock: when a request looks up and refreshes the cache. "send": when it was sent, the
-        time of its last input block (the log stamps a request with its response, which can
-        come minutes later after long thinking); "response": the request's own time.
-
+    prefix_versions: which client versions a cold stream may borrow its system prefix from
+        (``system_prefix`` "earlier" or "dataset"). "nearest": its own, and where no other
+        session shows one for its version, the nearest version's (the closest earlier one
+        first; a client's system prompt changes little between versions, docs/replay-model.md,
+        "System prefix"). "same": its own version only.
+    clock: when a request looks up and refreshes the cache. "send": both when it was sent,
+        the time of its last input block (the log stamps a request with its response, which
+        can come minutes later after long thinking); "end": looked up when sent, and what it
+        read or wrote expires a TTL after its response ended (its last logged block: the
+        idle gaps of the shared logs split hits from misses at 300 s measured from there,
+        docs/replay-model.md, "TTL edge"); "response": both at the request's own time.
     OpenAI automatic caching (models of provider "openai"; evidence: docs/replay-model.md,
     "OpenAI automatic caching"):
     openai_retention: how long an OpenAI prefix stays cached after its last use when ``ttl`` is
@@ -123,19 +137,21 @@ class CacheConfig:
     """
 
     ttl: str = "log"
+    expiry: str = "ttl"
     breakpoints: str = "claude-code"
     lookback_blocks: int | None = None
     min_cacheable: int | None = None
     warm_start: str = "log"
     observed_evictions: str = "log"
-    turn_end_write: str = "always"
+    turn_end_write: str = "v2"
     thinking_switch: str = "invalidate"
     resume: str = "invalidate"
     task_turns: str = "invalidate"
     skill_turns: str = "invalidate"
     unknown_times: str = "log"
-    system_prefix: str = "dataset"
-    clock: str = "send"
+    system_prefix: str = "earlier"
+    prefix_versions: str = "nearest"
+    clock: str = "end"
     # OpenAI automatic caching (provider "openai" only)
     openai_retention: str = "1h"
     openai_increments: str = "observed"
@@ -145,13 +161,15 @@ class CacheConfig:
     openai_routing_miss: float = 0.0
 
     def __post_init__(self):
-        for name, allowed in (("ttl", TTLS), ("breakpoints", BREAKPOINTS), ("warm_start", WARM_STARTS),
-                              ("observed_evictions", ("log", "none")), ("turn_end_write", ("always", "none")),
+        for name, allowed in (("ttl", TTLS), ("expiry", ("ttl", "never")), ("breakpoints", BREAKPOINTS),
+                              ("warm_start", WARM_STARTS),
+                              ("observed_evictions", ("log", "none")), ("turn_end_write", ("v2", "always", "none")),
                               ("thinking_switch", ("invalidate", "ignore")), ("resume", ("invalidate", "ignore")),
                               ("task_turns", ("invalidate", "ignore")), ("skill_turns", ("invalidate", "ignore")),
                               ("unknown_times", ("log", "model")),
-                              ("system_prefix", ("dataset", "log", "overhead")),
-                              ("clock", ("send", "response")),
+                              ("system_prefix", ("dataset", "earlier", "log", "overhead")),
+                              ("prefix_versions", ("nearest", "same")),
+                              ("clock", ("send", "end", "response")),
                               ("openai_retention", tuple(OPENAI_RETENTIONS)),
                               ("openai_increments", ("observed", "documented")),
                               ("openai_reasoning", ("turn", "keep")),
@@ -170,11 +188,11 @@ class CacheConfig:
 
 # What a run stored before a setting existed was replayed with: the behaviour from before its
 # rule (runs store their full configuration, so a missing key means an older ctxreplay).
-LEGACY_SETTINGS = {"turn_end_write": "none", "thinking_switch": "ignore", "system_prefix": "overhead",
+LEGACY_SETTINGS = {"prefix_versions": "same", "turn_end_write": "none", "thinking_switch": "ignore", "system_prefix": "overhead",
                    "clock": "response", "resume": "ignore", "task_turns": "ignore", "unknown_times": "model",
-                   "skill_turns": "ignore", "openai_retention": "10m", "openai_increments": "documented",
-                   "openai_reasoning": "keep", "openai_second_request": "model", "openai_warm_prefix": "ttl",
-                   "openai_routing_miss": 0.0}
+                   "skill_turns": "ignore", "expiry": "ttl", "openai_retention": "10m",
+                   "openai_increments": "documented", "openai_reasoning": "keep", "openai_second_request": "model",
+                   "openai_warm_prefix": "ttl", "openai_routing_miss": 0.0}
 
 
 def openai_grid(model: str, cfg: CacheConfig) -> tuple[int, int]:
@@ -198,7 +216,7 @@ def _neg_tokens(e: list) -> float:
 class StreamCache:
     """Cache state of one stream. ``request`` returns (read, written, uncached, bust_tokens)."""
 
-    __slots__ = ("cfg", "entries", "sys", "next_expiry", "lookback", "system_bp", "enabled")
+    __slots__ = ("cfg", "entries", "sys", "next_expiry", "lookback", "system_bp", "enabled", "forever")
 
     def __init__(self, cfg: CacheConfig):
         self.cfg = cfg
@@ -209,6 +227,7 @@ class StreamCache:
         self.lookback = cfg.lookback_blocks if cfg.lookback_blocks is not None else 1 << 40
         self.system_bp = cfg.breakpoints == "claude-code"
         self.enabled = cfg.breakpoints != "none"
+        self.forever = cfg.expiry == "never"
 
     def warm(self, model: int, tokens: float, t: int, ttl_ms: int) -> None:
         """A system prefix cached outside this stream (another session's identical prompt)."""
@@ -220,6 +239,9 @@ class StreamCache:
         self._add([model, SYS, 0, tokens, t + ttl_ms, ttl_ms])
 
     def _add(self, entry: list) -> None:
+        if self.forever:
+            # every expiry and refresh is computed from these two fields
+            entry[4] = entry[5] = NEVER
         # entries are kept longest first (ties: oldest first), so the first eligible is the best
         insort(self.entries, entry, key=_neg_tokens)
         if entry[1] == SYS:
@@ -344,11 +366,14 @@ class StreamCache:
 
     def request(self, model: int, part: int, pos: int, t: int, total: float, uncached: float,
                 overhead: float, ttl_ms: int, min_cacheable: int, changed_from: int | None,
-                removed: float = 0.0) -> tuple[float, float, float, float]:
+                removed: float = 0.0, t_ref: int | None = None) -> tuple[float, float, float, float]:
         """``removed``: tokens the policy's change took out of this request's input; the
-        bust is measured against the entry the unchanged input would have read."""
+        bust is measured against the entry the unchanged input would have read. The cache is
+        looked up at ``t``; what the request reads or writes expires ``ttl`` after ``t_ref``
+        (default ``t``; ``clock = "end"``: the end of its response)."""
         if not self.enabled:
             return 0.0, 0.0, total, 0.0
+        tr = t if t_ref is None or t_ref < t else t_ref
         cacheable = total - uncached
         bust = 0.0
         if changed_from is not None:
@@ -365,14 +390,14 @@ class StreamCache:
         read = 0.0
         if best is not None and best[3] >= min_cacheable:
             read = best[3] if best[3] < cacheable else cacheable
-            best[4] = t + best[5]
+            best[4] = tr + best[5]
         if cacheable >= min_cacheable:
             written = cacheable - read
             if written > 0:
                 # shorter entries this one extends are kept, for every policy alike: a later
                 # request with a shorter cacheable prefix (a larger uncached tail), or one after
                 # a retroactive edit, may need them
-                self._add([model, part, pos, cacheable, t + ttl_ms, ttl_ms])
+                self._add([model, part, pos, cacheable, tr + ttl_ms, ttl_ms])
             unc = uncached
         else:
             written = 0.0
@@ -382,12 +407,12 @@ class StreamCache:
             for e in self.sys:
                 if e[0] == model and e[3] == overhead:
                     if e[4] >= t:
-                        e[4] = t + e[5]
+                        e[4] = tr + e[5]
                         break
-                    e[4] = t + ttl_ms
+                    e[4] = tr + ttl_ms
                     e[5] = ttl_ms
                     break
             else:
-                self._add([model, SYS, 0, overhead, t + ttl_ms, ttl_ms])
+                self._add([model, SYS, 0, overhead, tr + ttl_ms, ttl_ms])
         self._prune(t)
         return read, written, unc, bust
