@@ -184,3 +184,16 @@ def test_routing_miss_is_an_expected_loss_beyond_the_warm_prefix():
     assert d["cost"][1] == pytest.approx(((3_500 - 2_944 + 140.8) * 5 + (2_944 - 140.8) * 0.5 + 100 * 30) / 1e6)
     # the calibrated variant replays the recorded misses instead
     assert reads(b, openai_second_request="model", openai_routing_miss=0.1)[1] == 2_944
+
+
+def test_naive_predictors_switch_the_openai_break_rules_off():
+    from replay.experiments.validate import naive_config
+
+    for name in ("never_breaks", "ttl_only"):
+        cfg = naive_config(CacheConfig(openai_routing_miss=0.2), name)
+        assert (cfg.openai_reasoning, cfg.openai_second_request, cfg.openai_routing_miss) == ("keep", "model", 0.0)
+    # a naive predictor breaks nowhere the rules would: on the turn stream it reads the whole previous prompt
+    session, vocab = reasoning_turns().build()
+    cfg = naive_config(CacheConfig(), "ttl_only")
+    d = replay_session(session, vocab, build("noop"), ReplayOptions(cfg, PRICES, detail=True)).detail
+    assert d["cache_read"] == [0, 1_024 + 11 * 128, 1_024 + 19 * 128]
