@@ -386,13 +386,11 @@ def report(db, dataset, out_dir, objective, max_risk, min_saving, since, until, 
 def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, plot_path, worst, as_json):
     """Fidelity check: does the no-op replay reproduce the usage the log recorded?
 
-    Per session and overall: recorded vs simulated input total, cache reads, cache writes
-    and cost with relative errors, for the calibrated model (the one every run uses: it
-    copies the cache events the log records but no model explains), the model alone (the
-    predictive variant: every hit and miss predicted from each request's recorded input size,
-    time, model and TTL split, the client events the log names and the first request's warm
-    read; nothing from a session that started later), and raw BPE counts without anchoring.
-    Beside the model alone,
+    Per session and overall: recorded vs simulated input, cache reads, writes and cost, for
+    the calibrated model (every run's: it copies the log's unexplained cache events), the
+    model alone (predictive: hits and misses predicted from each request's recorded input
+    size, time, model, TTL split and client events, and the first warm read; nothing from
+    later sessions), and raw BPE counts without anchoring. Beside the model alone,
     two naive predictors given the same recorded input sizes, one that never breaks the cache
     and one that breaks it only on TTL expiry, and how many of their misses the model matches
     (its skill; docs/replay-model.md, "Skill").
