@@ -84,6 +84,7 @@ def connect(path: str | Path, read_only: bool = False, verify: bool = False) -> 
         raise StoreError(f"{path} is not a regular file; --db takes a DuckDB database file")
     if not path.exists() and not path.parent.is_dir():
         raise StoreError(f"{path}: its folder {path.parent} does not exist; create it or choose another --db path")
+    refuse_foreign(path)
     try:
         con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.Error as e:
@@ -102,6 +103,26 @@ def connect(path: str | Path, read_only: bool = False, verify: bool = False) -> 
         con.close()
         raise
     return con
+
+
+def refuse_foreign(path: Path) -> None:
+    """Raise StoreError if ``path`` is an existing file that is not a DuckDB database.
+
+    DuckDB opens an existing ``.csv``, ``.jsonl`` or ``.parquet`` file given as a database as
+    an empty in-memory one: an ingest into it "succeeds" and stores nothing. Its header says
+    what it is (``DUCK`` at byte 8), so it is checked before anything else is read."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(12)
+    except FileNotFoundError:
+        return
+    except IsADirectoryError:
+        raise StoreError(f"{path} is a directory; --db takes a file path such as {path}/ctxreplay.duckdb") from None
+    except OSError as e:
+        raise StoreError(f"{path}: cannot read this database ({e.strerror or e})") from None
+    if head and head[8:12] != b"DUCK":
+        raise StoreError(f"{path} is not a DuckDB database (its first bytes are not a DuckDB header); --db takes "
+                         "a DuckDB file such as ctxreplay.duckdb, never a log or data file")
 
 
 def database_error(path: Path, e: BaseException) -> StoreError:

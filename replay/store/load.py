@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from replay import store
-from replay.store.db import check_trace
+from replay.store.db import check_trace, refuse_foreign
 from replay.ingest import trace as trace_format
 from replay.ingest.keys import Keyring, load_or_create_master_key
 from replay.ingest.readers import claude_code, codex, copilot, gemini, gemini_chat
@@ -217,6 +217,7 @@ def ingest(
     process alone writes, in the same order and batches, so the result equals ``jobs=1``.
     """
     t0 = time.perf_counter()
+    refuse_foreign(Path(db))  # before a log is read: a log given as --db is not overwritten nor "ingested into"
     summary = IngestSummary()
     units = discover(paths, summary.failed, summary.skipped_files)
     summary.files = sum(1 + len(u.subagents) for u in units)
