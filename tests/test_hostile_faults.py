@@ -55,3 +55,93 @@ def test_a_db_that_is_not_duckdb_is_refused_before_any_log_is_read(tmp_path, nam
     one_error_line(r, str(db), "not a DuckDB database")
     assert opened == [] and sha(db) == before
     one_error_line(run("sessions", "--db", db), "not a DuckDB database")
+
+
+# --- a different session under a known file name ---------------------------------------------------
+
+def test_a_file_replaced_by_a_different_session_keeps_the_first_one(tmp_path):
+    log = tmp_path / "logs" / "x.jsonl"
+    db = tmp_path / "t.duckdb"
+    _session("first", n=2).write_jsonl(log)
+    ingest([log.parent], db)
+    first = q(db, "SELECT session_key, n_requests FROM sessions")
+    first_requests = q(db, "SELECT * FROM requests ORDER BY ALL")
+    _session("second", n=3).write_jsonl(log)
+    s = ingest([log.parent], db)
+    assert s.kept_sessions == [str(log)] and s.sessions == 1
+    got = q(db, "SELECT session_key, n_requests FROM sessions ORDER BY n_requests")
+    assert len(got) == 2 and got[0] == first[0] and got[1][1] == 3
+    assert q(db, f"SELECT * FROM requests WHERE session_key = '{first[0][0]}' ORDER BY ALL") == first_requests
+    # the second session grows: it replaces itself, the first one stays
+    _session("second", n=5).write_jsonl(log)
+    s = ingest([log.parent], db)
+    assert s.kept_sessions == [] and s.new_versions == 1
+    assert q(db, "SELECT n_requests FROM sessions ORDER BY 1") == [(2,), (5,)]
+    # the first session written back: stored once (the kept copy is replaced), the second kept
+    _session("first", n=2).write_jsonl(log)
+    s = ingest([log.parent], db)
+    assert s.kept_sessions == [str(log)]
+    assert q(db, "SELECT n_requests FROM sessions ORDER BY 1") == [(2,), (5,)]
+    assert q(db, "SELECT count(*), count(DISTINCT session_key) FROM requests") == [(7, 2)]
+    r = run("ingest", log.parent, "--db", tmp_path / "c.duckdb", "-q")
+    assert r.exit_code == 0
+
+
+def test_the_cli_summary_names_a_file_whose_earlier_session_was_kept(tmp_path):
+    log = tmp_path / "logs" / "x.jsonl"
+    db = tmp_path / "t.duckdb"
+    _session("first", n=2).write_jsonl(log)
+    assert run("ingest", log, "--db", db, "-q").exit_code == 0
+    _session("second", n=2).write_jsonl(log)
+    r = run("ingest", log, "--db", db, "-q")
+    assert r.exit_code == 0 and "1 files now hold a different session" in r.output and str(log) in r.output
+    r = run("ingest", log, "--db", db, "-q", "-j")
+    assert json.loads(r.output)["kept_sessions"] == []
+
+
+# --- SIGTERM / SIGHUP during ingest --jobs 2 ---------------------------------------------------------
+
+def _children(pid: int) -> set[int]:
+    try:
+        return {int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+    except OSError:
+        return set()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc to list worker processes")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_stop_signal_during_a_parallel_ingest_stops_its_workers_with_one_line(tmp_path, sig):
+    logs = tmp_path / "logs"
+    for i in range(12):
+        _session(f"s{i}", n=2).write_jsonl(logs / f"s{i}.jsonl")
+    db, trace = tmp_path / "t.duckdb", tmp_path / "batches.txt"
+    env = {**os.environ, "CTXREPLAY_INGEST_SLOW_MS": "700", "CTXREPLAY_INGEST_BATCH_BLOCKS": "1",
+           "CTXREPLAY_INGEST_TRACE": str(trace)}
+    cmd = [sys.executable, "-m", "replay.cli", "ingest", str(logs), "--db", str(db), "--jobs", "2", "-q"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    deadline = time.monotonic() + 120
+    while not (trace.exists() and trace.read_text()) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = _children(p.pid)
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=60)
+    if p.returncode == 0:
+        pytest.skip("the ingest finished before the signal")
+    assert len(workers) >= 2, workers
+    assert p.returncode == 128 + sig and err.strip() == f"terminated ({sig.name})" and out == "", err
+    deadline = time.monotonic() + 10
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers), "a worker outlived the ingest"
+    n = q(db, "SELECT count(*) FROM sessions")[0][0]
+    assert 0 < n < 12 and q(db, "SELECT count(*) FROM requests") == [(2 * n,)]
+    r = subprocess.run(cmd[:-3] + ["-q"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0 and q(db, "SELECT count(*) FROM sessions") == [(12,)], r.stderr

@@ -159,7 +159,7 @@ def test_an_interrupted_ingest_keeps_the_batches_written_and_a_rerun_resumes(tmp
         calls.append(len(batch))
         if len(calls) == 3:
             raise KeyboardInterrupt
-        real(con, batch)
+        return real(con, batch)
 
     monkeypatch.setattr(store, "write_sessions", dies_on_third)
     with pytest.raises(KeyboardInterrupt):

@@ -97,11 +97,14 @@ class CleanGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            with stop_signals():
+                return super().invoke(ctx)
         except OSError as e:
             if e.errno == errno.EPIPE:
                 raise
             fail(os_error_message(e))
+        except Terminated as e:
+            terminated(e.signum)
         except (KeyboardInterrupt, click.exceptions.Abort):
             interrupted()
         except Exception as e:
@@ -121,6 +124,52 @@ def interrupted() -> None:
     """Ctrl-C: one line on stderr, exit 130."""
     err.print("interrupted", soft_wrap=True)
     sys.exit(130)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where Python runs next: a KeyboardInterrupt, so that every
+    clean-up written for Ctrl-C (rolled-back batches, stopped worker processes, temporary
+    files) runs for them too, instead of the process vanishing with its workers still running."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+@contextmanager
+def stop_signals():
+    """Within the block, SIGTERM and SIGHUP raise `Terminated` (main thread only; restored after)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(signum, frame):
+        raise Terminated(signum)
+
+    saved = {}
+    try:
+        for name in STOP_SIGNALS:
+            sig = getattr(signal, name, None)
+            if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:  # an ignored SIGHUP (nohup) stays ignored
+                saved[sig] = signal.signal(sig, raise_terminated)
+        yield
+    finally:
+        for sig, old in saved.items():
+            signal.signal(sig, old)
+
+
+def terminated(signum: int) -> None:
+    """SIGTERM/SIGHUP: one line on stderr, exit 128 + the signal number (as the shell reports a kill)."""
+    import signal
+
+    err.print(f"terminated ({signal.Signals(signum).name})", soft_wrap=True)
+    sys.exit(128 + signum)
 
 
 # --- options --------------------------------------------------------------------------

@@ -94,6 +94,11 @@ def print_ingest_summary(summary, db: Path, dataset: str) -> None:
         out.print(f"{len(s.duplicate_sessions)} copies of a session stored once (the longest copy is kept):")
         for f, kept in s.duplicate_sessions:
             out.print(f"  [yellow]{esc(f)}[/] copy of {esc(kept)}")
+    if s.kept_sessions:
+        out.print(f"{len(s.kept_sessions)} files now hold a different session than before; the session each "
+                  "held is kept and the new one added:")
+        for f in s.kept_sessions:
+            out.print(f"  [yellow]{esc(f)}[/]")
     if s.report.non_context:
         total = sum(s.report.non_context.values())
         out.print(f"non-context lines (progress, snapshots, UI): {total}")

@@ -252,22 +252,41 @@ def check_trace(trace: SessionTrace) -> None:
                     raise ValueError(f"{table}.{c}: {e}") from None
 
 
-def write_sessions(con, batch: list[PendingFile]) -> None:
+def write_sessions(con, batch: list[PendingFile]) -> dict[str, str]:
     """Write several files' sessions in one transaction, each replacing its previous version.
+
+    A file whose new version holds a different session (another session id) does not replace
+    the one it held: that session is kept under the file key ``<file key>@<its version>``.
+    Returns {session key kept: its new file key}.
 
     Whole sessions only: a kill mid-write rolls back the batch, and since source_files is
     written in the same transaction, a re-run simply ingests those files again.
     """
     if not batch:
-        return
+        return {}
+    kept: dict[str, str] = {}
     with transaction(con):
         for p in batch:
-            old = [r[0] for r in con.execute(
-                "SELECT session_key FROM sessions WHERE dataset = ? AND file_key = ?", [p.dataset, p.file_key]
-            ).fetchall()]
+            rows = con.execute(
+                "SELECT session_key, session_id FROM sessions WHERE dataset = ? AND file_key = ?",
+                [p.dataset, p.file_key]).fetchall()
+            new = p.trace.session if p.trace is not None else None  # a copy of another file's session too
+            old = [k for k, sid in rows if new is None or sid == new["session_id"]]
+            other = [k for k, sid in rows if k not in old]
+            if new is not None and p.duplicate_of is None:
+                # a session kept from an earlier version of the file comes back: this copy replaces it
+                old += [r[0] for r in con.execute("SELECT session_key FROM sessions WHERE session_key = ?",
+                                                  [new["session_key"]]).fetchall() if r[0] not in old]
             if old:
                 for table in TRACE_TABLES:
                     con.execute(f"DELETE FROM {table} WHERE session_key IN (SELECT unnest(?))", [old])
+            if other:
+                # the file now holds a different session: the one it held is kept, under a file key
+                # of its own that no later version of this file replaces
+                retired = f"{p.file_key}@{p.version - 1}"
+                con.execute("UPDATE sessions SET file_key = ? WHERE session_key IN (SELECT unnest(?))",
+                            [retired, other])
+                kept.update(dict.fromkeys(other, retired))
         traces = [p.trace for p in batch if p.trace is not None and p.duplicate_of is None]
         for table, cols in TRACE_TABLES.items():
             merged: dict[str, list] = {c: [] for c in cols}
@@ -286,6 +305,7 @@ def write_sessions(con, batch: list[PendingFile]) -> None:
             [[p.dataset, p.file_key, p.version, p.content_hash, p.size_bytes, p.n_subagent_files, p.reader,
               "duplicate" if p.duplicate_of else "ok", now(), json.dumps(p.skipped), p.duplicate_of] for p in batch],
         )
+    return kept
 
 
 def datasets(con) -> list[dict[str, Any]]:

@@ -72,6 +72,8 @@ class IngestSummary:
     # (copy, kept): a copy of a session stored from another file (a shorter or equal version), not stored
     duplicate_sessions: list[tuple[str, str]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    # files that now hold a different session than the one stored from them (that one is kept)
+    kept_sessions: list[str] = field(default_factory=list)
     skipped_files: list[tuple[str, str]] = field(default_factory=list)  # not regular files: never opened
     sessions: int = 0
     streams: int = 0
@@ -90,6 +92,7 @@ class IngestSummary:
             "duplicates": self.duplicates,
             "duplicate_sessions": [{"file": f, "kept": k} for f, k in self.duplicate_sessions],
             "failed": [{"file": f, "reason": r} for f, r in self.failed],
+            "kept_sessions": list(self.kept_sessions),
             "skipped_files": [{"file": f, "reason": r} for f, r in self.skipped_files],
             "sessions": self.sessions,
             "streams": self.streams,
@@ -365,15 +368,17 @@ class _Run:
         batch, self.pending, self.pending_blocks = self.pending, [], 0
         if not batch:
             return
-        store.write_sessions(self.con, batch)
+        kept = store.write_sessions(self.con, batch)
         self.superseded.clear()
         if _TRACE_FILE:
             with open(_TRACE_FILE, "a") as fh:
                 fh.write(f"{len(batch)}\n")
         s = self.summary
         written = {p.file_key for p in batch}
-        for k, rows in self.stored.items():
-            self.stored[k] = [r for r in rows if r[1] not in written]  # their rows were replaced or deleted
+        for k, rows in self.stored.items():  # rows replaced or deleted go; sessions kept move to their new file key
+            self.stored[k] = [(r[0], kept.get(r[0], r[1]), r[2]) for r in rows if r[0] in kept or r[1] not in written]
+        for fkey in sorted({k.rpartition("@")[0] for k in kept.values()}):
+            s.kept_sessions.append(self._name(fkey))
         for p in batch:
             self.status[p.file_key] = (p.version, p.content_hash)
             if p.duplicate_of is None:
