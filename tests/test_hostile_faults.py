@@ -145,3 +145,59 @@ def test_a_stop_signal_during_a_parallel_ingest_stops_its_workers_with_one_line(
     assert 0 < n < 12 and q(db, "SELECT count(*) FROM requests") == [(2 * n,)]
     r = subprocess.run(cmd[:-3] + ["-q"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0 and q(db, "SELECT count(*) FROM sessions") == [(12,)], r.stderr
+
+
+# --- unreadable folders and compressed logs ----------------------------------------------------------
+
+def _tree_with_hidden_logs(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    """logs/ok.jsonl, a compressed copy and an archive of another log, and a folder that cannot be
+    listed (os.scandir refuses it: the tests may run as root, who reads any folder)."""
+    import gzip
+    import zipfile
+
+    logs = tmp_path / "logs"
+    _session("ok").write_jsonl(logs / "ok.jsonl")
+    _session("zipped").write_jsonl(tmp_path / "z.jsonl")
+    (logs / "old.jsonl.gz").write_bytes(gzip.compress((tmp_path / "z.jsonl").read_bytes()))
+    with zipfile.ZipFile(logs / "backup.zip", "w") as z:
+        z.write(tmp_path / "z.jsonl", "z.jsonl")
+    locked = logs / "locked"
+    _session("locked").write_jsonl(locked / "l.jsonl")
+    real = os.scandir
+
+    def scandir(path="."):
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    return logs, locked
+
+
+def test_ingest_names_unreadable_folders_and_compressed_logs(tmp_path, monkeypatch):
+    logs, locked = _tree_with_hidden_logs(tmp_path, monkeypatch)
+    s = ingest([logs], tmp_path / "t.duckdb")
+    assert s.sessions == 1
+    failed = dict(s.failed)
+    assert set(failed) == {str(locked), str(logs / "old.jsonl.gz"), str(logs / "backup.zip")}
+    assert "cannot read this folder" in failed[str(locked)] and "Permission denied" in failed[str(locked)]
+    assert "compressed log" in failed[str(logs / "old.jsonl.gz")] and "archive" in failed[str(logs / "backup.zip")]
+    r = run("ingest", logs, "--db", tmp_path / "c.duckdb", "-q")
+    assert r.exit_code == 0
+    for name in (locked, logs / "old.jsonl.gz", logs / "backup.zip"):
+        assert str(name) in r.output
+    # given alone, a compressed log is the only file: nothing usable, exit 1
+    r = run("ingest", logs / "old.jsonl.gz", "--db", tmp_path / "d.duckdb", "-q")
+    assert r.exit_code == 1 and "old.jsonl.gz: a compressed log (.gz), not read" in r.output
+
+
+def test_anonymize_names_unreadable_folders_and_compressed_logs(tmp_path, monkeypatch):
+    from replay.privacy.anonymize import anonymize_tree
+
+    logs, locked = _tree_with_hidden_logs(tmp_path, monkeypatch)
+    s = anonymize_tree(logs, tmp_path / "out")
+    assert s.files == 1 and s.incomplete
+    assert dict(s.failed).keys() == {"locked", "old.jsonl.gz", "backup.zip"}
+    r = run("anonymize", logs, tmp_path / "out2", "-q")
+    assert r.exit_code == 1 and "3 log file(s) have no anonymized copy" in r.stderr
+    assert "locked: cannot read this folder" in r.output

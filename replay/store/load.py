@@ -31,7 +31,7 @@ from replay.ingest import trace as trace_format
 from replay.ingest.keys import Keyring, load_or_create_master_key
 from replay.ingest.readers import claude_code, codex, copilot, gemini, gemini_chat
 from replay.ingest.readers.base import FileError, ReadReport, Records
-from replay.ingest.readers.source import open_regular
+from replay.ingest.readers.source import compressed_log, compressed_reason, open_regular, walk_files
 from replay.ingest.tokens import COUNTER
 
 LOG_SUFFIXES = (".jsonl", ".json")
@@ -133,7 +133,8 @@ def discover(
 ) -> list[Unit]:
     """Log units under the given files/directories, subagent files attached to their session.
 
-    Nonexistent paths and directories without logs are reported in ``problems``; FIFOs,
+    Nonexistent paths, directories without logs, unreadable folders and compressed logs are
+    reported in ``problems``; FIFOs,
     devices and sockets (given or found) in ``skipped`` (default: ``problems``), never opened.
     """
     skipped = problems if skipped is None else skipped
@@ -148,12 +149,15 @@ def discover(
             problems.append((str(p), f"cannot read: {e.strerror or e}"))
             continue
         if stat.S_ISDIR(mode):
-            found = _walk(p, skipped)
-            if not found:
+            named = len(problems)
+            found = _walk(p, skipped, problems)
+            if not found and len(problems) == named:
                 problems.append((str(p), "directory holds no .jsonl or .json log files"))
             files.extend(found)
         elif not_regular(mode):
             skipped.append((str(p), not_regular(mode)))
+        elif compressed_log(p):
+            problems.append((str(p), compressed_reason(p)))
         else:
             files.append(p)
     seen: set[Path] = set()
@@ -179,10 +183,16 @@ def discover(
     return [units[k] for k in sorted(units)]
 
 
-def _walk(root: Path, skipped: list[tuple[str, str]]) -> list[Path]:
-    """The log files under ``root``; entries that are not regular files go to ``skipped``."""
+def _walk(root: Path, skipped: list[tuple[str, str]], problems: list[tuple[str, str]]) -> list[Path]:
+    """The log files under ``root``; entries that are not regular files go to ``skipped``,
+    unreadable folders and compressed logs to ``problems``."""
     found = []
-    for f in sorted(root.rglob("*")):
+    entries, unreadable = walk_files(root)
+    problems.extend(unreadable)
+    for f in entries:
+        if compressed_log(f):
+            problems.append((str(f), compressed_reason(f)))
+            continue
         try:
             mode = f.stat().st_mode
         except OSError as e:

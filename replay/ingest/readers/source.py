@@ -41,6 +41,41 @@ DOCUMENT_ARRAYS = ("messages",)  # top-level arrays of a JSON object document th
 _OPEN = (b"[", b"{", b"[{", b"[ {")
 
 
+COMPRESSED_SUFFIXES = (".gz", ".zip", ".bz2", ".xz", ".zst")
+LOG_NAMES = (".jsonl", ".json")
+
+
+def compressed_log(p: Path) -> bool:
+    """Whether ``p`` is a compressed log (``x.jsonl.gz``, ``x.json.zst``) or an archive that may
+    hold logs (``.zip``): not read, so named rather than passed over in silence."""
+    suffixes = [s.lower() for s in p.suffixes[-2:]]
+    if not suffixes or suffixes[-1] not in COMPRESSED_SUFFIXES:
+        return False
+    return suffixes[-1] == ".zip" or (len(suffixes) == 2 and suffixes[0] in LOG_NAMES)
+
+
+def compressed_reason(p: Path) -> str:
+    kind = "an archive" if p.suffix.lower() == ".zip" else "a compressed log"
+    return f"{kind} ({p.suffix}), not read: extract or decompress it and give the result"
+
+
+def walk_files(root: Path) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Every entry under ``root`` that is not a directory (sorted), and the folders that could
+    not be listed, each with why. Path.rglob passes over an unreadable folder without a word;
+    its logs would then be missing from an ingest or an anonymized tree with nobody told."""
+    found: list[Path] = []
+    problems: list[tuple[str, str]] = []
+
+    def unreadable(e: OSError) -> None:
+        problems.append((str(e.filename or root), f"cannot read this folder ({e.strerror or e}); "
+                                                  "the logs in it were not read"))
+
+    for top, dirs, files in os.walk(root, onerror=unreadable):
+        base = Path(top)
+        found.extend(base / f for f in files)  # links to folders are in ``dirs``: not followed, as by rglob
+    return sorted(found), sorted(problems)
+
+
 def open_regular(path: Path) -> IO[bytes]:
     """A binary file object of a regular file; anything else is refused (OSError), never waited on."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
