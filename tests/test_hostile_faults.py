@@ -201,3 +201,54 @@ def test_anonymize_names_unreadable_folders_and_compressed_logs(tmp_path, monkey
     r = run("anonymize", logs, tmp_path / "out2", "-q")
     assert r.exit_code == 1 and "3 log file(s) have no anonymized copy" in r.stderr
     assert "locked: cannot read this folder" in r.output
+
+
+# --- prices: report --prices, a model without a price, files compared by content -----------------------
+
+UNPRICED_RATES = "input = 1\ncache_write_5m = 1.25\ncache_write_1h = 2\ncache_read = 0.1\noutput = 5\n"
+
+
+@pytest.fixture
+def unpriced_db(tmp_path):
+    logs = tmp_path / "logs"
+    _session("priced", n=3).write_jsonl(logs / "a.jsonl")
+    _session("unpriced", n=3, model="claude-unpriced-x").write_jsonl(logs / "b.jsonl")
+    db = tmp_path / "t.duckdb"
+    ingest([logs], db)
+    cfg = tmp_path / "private-cfg"
+    cfg.mkdir()
+    (cfg / "p.toml").write_text('[models."claude-unpriced-x"]\n' + UNPRICED_RATES)
+    return db, cfg / "p.toml"
+
+
+def test_one_prices_file_by_relative_and_absolute_path_is_one_setting(unpriced_db, monkeypatch):
+    db, prices = unpriced_db
+    monkeypatch.chdir(prices.parent)
+    assert run("replay", "--db", db, "--policy", "noop", "--prices", prices).exit_code == 0
+    r = run("replay", "--db", db, "--policy", "devboy_lru", "--prices", "p.toml")
+    assert r.exit_code == 0 and "no no-op baseline" not in r.output, r.output
+    rows = json.loads(run("compare", "--db", db, "-j").stdout)
+    lru = [x for x in rows if x["policy"] == "devboy_lru"]
+    assert lru and all(x.get("baseline_run") for x in lru)
+    stored = q(db, "SELECT DISTINCT prices FROM runs")
+    assert len(stored) == 1 and str(prices.parent) not in stored[0][0]
+
+
+def test_report_prices_the_fidelity_check_with_the_runs_prices_and_never_prints_their_folder(unpriced_db, tmp_path):
+    db, prices = unpriced_db
+    for policy in ("noop", "devboy_lru"):
+        assert run("replay", "--db", db, "--policy", policy, "--prices", prices).exit_code == 0
+    r = run("report", "--db", db, "--out", tmp_path / "rep")
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "overrides for 1 model from p.toml" in md
+    for f in ("report.md", "index.html"):
+        assert str(prices.parent) not in (tmp_path / "rep" / f).read_text()
+    # --prices wins over the runs' prices: one without the model is one error line naming it
+    other = tmp_path / "other.toml"
+    other.write_text('[models."claude-other"]\n' + UNPRICED_RATES)
+    r = run("report", "--db", db, "--out", tmp_path / "rep2", "--prices", other)
+    one_error_line(r, "no price for model 'claude-unpriced-x'", "--prices FILE")
+    assert not (tmp_path / "rep2").exists()
+    r = run("report", "--db", db, "--out", tmp_path / "rep3", "--prices", prices, "-j")
+    assert r.exit_code == 0 and json.loads(r.stdout)["runs"] >= 2

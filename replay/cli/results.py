@@ -13,6 +13,7 @@ from replay.cli.common import (
     make_options, max_risk_option, objective_option, open_db, out, out_dir_option, pick_dataset, print_table,
     slice_options
 )
+from replay.cli.usage import filter_options
 
 
 SORTS = ("started", "cost", "saved", "context", "delivered", "policy", "run")
@@ -317,10 +318,10 @@ def _print_variants(rows: list[dict]) -> None:
 @click.option("--min-saving", "min_saving", type=click.FloatRange(min=0), default=None, metavar="AMOUNT",
               help="The saving per replayed session worth acting on, in the objective's units "
               "[default: 0.01 ($) for cost, 1000 (context tokens) for tokens].")
-@slice_options
+@filter_options
 @json_option("Print strict JSON: {out, runs, figures, recommendation, answer}.")
 def report(db, dataset, out_dir, objective, max_risk, min_saving, since, until, projects, models, agents, tz_name,
-           key_file, as_json):
+           key_file, prices_file, price_date, as_json):
     """Write the policy report, led by the answer: the recommendation (or "no policy beats the
     baseline on these logs") with its saving in percent and dollars, its 95% interval and the
     runner-up's differing setting; then each configuration's saving under both cache-model
@@ -340,9 +341,15 @@ def report(db, dataset, out_dir, objective, max_risk, min_saving, since, until, 
     counters: dangling_refs, stale_refs, trimmed_reread and every policy counter named
     *_risk or *_refs, such as unseen_write_risk; each limited to 0 unless --max-risk says
     otherwise); a saving is acted on only when it is distinguishable and at least
-    --min-saving per session, else the answer is "no policy saves enough to act on"."""
+    --min-saving per session, else the answer is "no policy saves enough to act on".
+
+    The fidelity check and the cache breaks price the recorded usage with the prices the
+    report's runs were replayed with, or with --prices/--price-date when given (a model
+    without a price in either is one `error:` line naming it)."""
     from analysis.report import build
     from analysis.rules import parse_limits
+    from replay.cli.usage import price_table
+    from replay.model.costs import PriceError
 
     with fail_on(ValueError):
         limits = parse_limits(max_risk) if max_risk else None
@@ -350,8 +357,10 @@ def report(db, dataset, out_dir, objective, max_risk, min_saving, since, until, 
     dataset = pick_dataset(con, dataset, db)
     slc, _ = _wanted_slice(con, dataset, (since, until, projects, models, agents, tz_name, key_file))
     con.close()
-    with fail_on(ValueError, OSError):
-        res = build(db, dataset, out_dir, objective=objective, max_risk=limits, slice=slc, min_per_session=min_saving)
+    prices = price_table(prices_file, price_date) if prices_file or price_date else None
+    with fail_on(ValueError, OSError, PriceError):
+        res = build(db, dataset, out_dir, objective=objective, max_risk=limits, slice=slc, min_per_session=min_saving,
+                    prices=prices)
     if as_json:
         from analysis.compare import strict
 
