@@ -133,8 +133,17 @@ def _in_project(project: str | None, wanted: tuple[str, ...]) -> bool:
     return any(project == p or project.startswith(p.rstrip("/") + "/") for p in wanted)
 
 
-def _local(ts_ms: int, tz: tzinfo) -> datetime:
-    return datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).astimezone(tz)
+def _local(ts_ms: int, tz: tzinfo) -> datetime | None:
+    """The response's time in ``tz``; in UTC when the local date is past year 9999 (or before
+    year 1), which Python cannot represent; None when even UTC cannot (counted as no time)."""
+    try:
+        d = datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc)
+    except (OverflowError, ValueError, OSError):
+        return None
+    try:
+        return d.astimezone(tz)
+    except (OverflowError, ValueError):
+        return d
 
 
 def _time_key(d: datetime | None, by: str) -> str:

@@ -252,3 +252,28 @@ def test_report_prices_the_fidelity_check_with_the_runs_prices_and_never_prints_
     assert not (tmp_path / "rep2").exists()
     r = run("report", "--db", db, "--out", tmp_path / "rep3", "--prices", prices, "-j")
     assert r.exit_code == 0 and json.loads(r.stdout)["runs"] >= 2
+
+
+# --- dates Python cannot hold in a local time zone ----------------------------------------------------
+
+@pytest.mark.parametrize("tz", ["Asia/Tokyo", "America/New_York"])
+def test_year_9999_timestamps_are_listed_not_an_overflow(tmp_path, tz):
+    t = _session("far", n=2)
+    for rec in t.records:
+        rec["timestamp"] = "9999-12-31T23:59:59.000Z"
+    t.write_jsonl(tmp_path / "logs" / "far.jsonl")
+    _session("near", n=1).write_jsonl(tmp_path / "logs" / "near.jsonl")
+    db = tmp_path / "t.duckdb"
+    ingest([tmp_path / "logs"], db)
+    for by in ("day", "week", "month", "session"):
+        r = run("usage", "--db", db, "--timezone", tz, "--by", by, "-j")
+        assert r.exit_code == 0, r.output
+        got = json.loads(r.stdout)
+        assert got["totals"]["requests"] == 3
+        if by == "day":
+            assert {row["key"] for row in got["rows"]} >= {"9999-12-31"}, got["rows"]
+    r = run("usage", "--db", db, "--timezone", tz, "--since", "9999-12-01", "-j")
+    assert r.exit_code == 0 and json.loads(r.stdout)["totals"]["requests"] == 2
+    r = run("sessions", "--db", db, "--timezone", tz)
+    assert r.exit_code == 0 and "9999-12-31" in r.output and "Traceback" not in r.output
+    assert run("replay", "--db", db, "--timezone", tz, "--since", "9999-12-31").exit_code == 0
