@@ -277,3 +277,45 @@ def test_year_9999_timestamps_are_listed_not_an_overflow(tmp_path, tz):
     r = run("sessions", "--db", db, "--timezone", tz)
     assert r.exit_code == 0 and "9999-12-31" in r.output and "Traceback" not in r.output
     assert run("replay", "--db", db, "--timezone", tz, "--since", "9999-12-31").exit_code == 0
+
+
+# --- responses without message.id; the same ids in two sessions ---------------------------------------
+
+def test_responses_without_an_id_are_kept_with_their_usage(tmp_path):
+    t = _session("noid", n=3)
+    for rec in t.records:
+        if rec["type"] == "assistant":
+            rec["message"].pop("id")
+            if rec["message"]["usage"]["input_tokens"] == 11:
+                rec.pop("requestId")  # neither id: keyed by its first line
+    t.write_jsonl(tmp_path / "noid.jsonl")
+    _session("ref", n=3).write_jsonl(tmp_path / "ref" / "ref.jsonl")
+    db = tmp_path / "t.duckdb"
+    s = ingest([tmp_path / "noid.jsonl"], db)
+    assert s.report.repaired["missing_message_id"] == 3
+    assert any("noid.jsonl:" in m and "without message.id" in m for m in s.report.messages)
+    ingest([tmp_path / "ref"], tmp_path / "ref.duckdb")
+    cols = "stream_id, req_idx, input_tokens, cache_write_5m, cache_read, output_tokens, has_usage"
+    assert q(db, f"SELECT {cols} FROM requests ORDER BY req_idx") == \
+        q(tmp_path / "ref.duckdb", f"SELECT {cols} FROM requests ORDER BY req_idx")
+    r = run("usage", "--db", db, "-j")
+    assert json.loads(r.stdout)["totals"]["requests"] == 3
+
+
+def test_the_same_message_ids_in_two_sessions_count_in_usage_as_in_sessions(tmp_path):
+    logs = tmp_path / "logs"
+    a = _session("a", n=2, prefix="msg")
+    b = _session("b", n=2, prefix="msg")  # the same message and request ids, other usage
+    for rec in b.records:
+        if rec["type"] == "assistant":
+            rec["message"]["usage"]["input_tokens"] += 100
+    a.write_jsonl(logs / "a.jsonl")
+    b.write_jsonl(logs / "b.jsonl")
+    db = tmp_path / "t.duckdb"
+    ingest([logs], db)
+    total = json.loads(run("usage", "--db", db, "-j").stdout)["totals"]
+    listed = json.loads(run("sessions", "--db", db, "-j").stdout)
+    assert total["requests"] == sum(x["n_requests"] for x in listed) == 4
+    assert total["input"] == sum(x["usage"]["input"] for x in listed) == 10 + 11 + 110 + 111
+    by_session = json.loads(run("usage", "--db", db, "--by", "session", "-j").stdout)["rows"]
+    assert sorted(x["requests"] for x in by_session) == [2, 2]

@@ -78,7 +78,8 @@ def print_ingest_summary(summary, db: Path, dataset: str) -> None:
     if rep.skipped:
         out.print("lines skipped: " + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.skipped.items())))
     if rep.repaired:
-        out.print("lines repaired (invalid UTF-8 replaced by U+FFFD): "
+        out.print("lines repaired and kept (invalid UTF-8 replaced by U+FFFD, a response without an id keyed "
+                  "by its request id or first line): "
                   + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.repaired.items())))
     if rep.pseudonymized:
         out.print("values pseudonymized (outside their grammar): "

@@ -20,7 +20,8 @@ SKIP_REASONS = (
 )
 # Lines kept after a repair (counted, never silently).
 # multi_object_line: a JSONL line holding several complete JSON objects, each read.
-REPAIR_REASONS = ("invalid_utf8", "multi_object_line")
+# missing_message_id: a response without message.id, kept under its request id or first line.
+REPAIR_REASONS = ("invalid_utf8", "multi_object_line", "missing_message_id")
 MAX_DETAIL = 120
 
 
