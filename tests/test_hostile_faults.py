@@ -319,3 +319,27 @@ def test_the_same_message_ids_in_two_sessions_count_in_usage_as_in_sessions(tmp_
     assert total["input"] == sum(x["usage"]["input"] for x in listed) == 10 + 11 + 110 + 111
     by_session = json.loads(run("usage", "--db", db, "--by", "session", "-j").stdout)["rows"]
     assert sorted(x["requests"] for x in by_session) == [2, 2]
+
+
+# --- validate: a dataset name with a slash, a folder it cannot write its plot into ------------------------
+
+def test_validate_a_dataset_named_with_a_slash_and_a_read_only_plot_folder(tmp_path, monkeypatch):
+    from replay.experiments import validate
+
+    _session("v", n=2).write_jsonl(tmp_path / "logs" / "v.jsonl")
+    db = tmp_path / "t.duckdb"
+    ingest([tmp_path / "logs"], db, dataset="a/b")
+    r = run("validate", "--db", db, "--dataset", "a/b", "-j")
+    assert r.exit_code == 0, r.output
+    plot = Path(json.loads(r.stdout)["plot"])
+    assert plot.parent == tmp_path and plot.name == "validate-a_b.png" and plot.exists()
+
+    def read_only(report, path, worst=4):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(validate, "plot_worst", read_only)
+    r = run("validate", "--db", db, "--dataset", "a/b")
+    assert r.exit_code == 0 and "recorded cost" in r.stdout, r.output
+    assert r.stderr.startswith("warning: ") and "validate-a_b.png" in r.stderr and "--plot" in r.stderr
+    r = run("validate", "--db", db, "--dataset", "a/b", "--plot", tmp_path / "x.png")
+    one_error_line(r, "x.png", "permission denied")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
@@ -10,8 +11,8 @@ from rich.table import Table
 
 from replay.cli.common import (
     DB_OPTION, cache_options, dataset_option, echo_json, err, esc, fail, fail_on, format_option, json_option,
-    make_options, max_risk_option, objective_option, open_db, out, out_dir_option, pick_dataset, print_table,
-    slice_options
+    make_options, max_risk_option, objective_option, open_db, os_error_message, out, out_dir_option, pick_dataset,
+    print_table, slice_options
 )
 from replay.cli.usage import filter_options
 
@@ -408,10 +409,19 @@ def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, pri
     dataset = pick_dataset(con, dataset, db)
     with fail_on(PriceError):
         report = run_validate(con, dataset, opts)
-    plot_path = plot_path or db.with_name(f"validate-{dataset}.png")
-    plot_worst(report, plot_path, worst)
+    given = plot_path is not None
+    # a dataset name may hold any character (`a/b`): the default file name keeps a safe form of it
+    plot_path = plot_path or db.with_name("validate-" + re.sub(r"[^A-Za-z0-9._-]", "_", dataset) + ".png")
+    try:
+        plot_worst(report, plot_path, worst)
+    except OSError as e:
+        if given:
+            raise
+        # the plot beside the database is an extra: a read-only folder must not cost the check itself
+        err.print(f"[yellow]warning:[/] {esc(os_error_message(e))}; no plot written (choose a path with --plot)")
+        plot_path = None
     pub = public(report)
-    pub["plot"] = str(plot_path)
+    pub["plot"] = str(plot_path) if plot_path else None
     if as_json:
         echo_json(pub)
         return
@@ -465,7 +475,8 @@ def _print_validation(pub: dict, plot_path: Path) -> None:
     f.add_row("  simulated less / more", *(f"{v['sim_less']:,} / {v['sim_more']:,}" for v in vs.values()))
     _print_table(f)
     out.print(f"  recorded cost ${o['recorded']['cost']:,.2f}, simulated ${o['simulated']['cost']:,.2f}; "
-              f"{o['requests_with_residual']} of {o['requests']} requests carry a residual; plot: {esc(plot_path)}")
+              f"{o['requests_with_residual']} of {o['requests']} requests carry a residual"
+              + (f"; plot: {esc(plot_path)}" if plot_path else ""))
 
 
 COMMANDS = [compare, report, validate]
