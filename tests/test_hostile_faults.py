@@ -343,3 +343,44 @@ def test_validate_a_dataset_named_with_a_slash_and_a_read_only_plot_folder(tmp_p
     assert r.stderr.startswith("warning: ") and "validate-a_b.png" in r.stderr and "--plot" in r.stderr
     r = run("validate", "--db", db, "--dataset", "a/b", "--plot", tmp_path / "x.png")
     one_error_line(r, "x.png", "permission denied")
+
+
+# --- a disk-full export names the output folder ----------------------------------------------------
+
+def test_a_disk_full_export_names_the_output_folder_not_the_database(tmp_path, monkeypatch):
+    import duckdb
+
+    from replay import store
+    from replay.cli import data
+
+    _session("e", n=2).write_jsonl(tmp_path / "logs" / "e.jsonl")
+    db = tmp_path / "t.duckdb"
+    ingest([tmp_path / "logs"], db)
+    out = tmp_path / "export"
+
+    class FullDisk:
+        def __init__(self, con):
+            self.con = con
+
+        def execute(self, sql, *a):
+            if sql.startswith("COPY"):
+                raise duckdb.IOException(f'IO Error: Could not write file "{out}/.x.parquet": No space left on device')
+            return self.con.execute(sql, *a)
+
+        def __getattr__(self, name):
+            return getattr(self.con, name)
+
+    real_open = data.open_db
+    monkeypatch.setattr(data, "open_db", lambda path: FullDisk(real_open(path)))
+    r = run("export", "--db", db, "--out", out)
+    line = one_error_line(r, str(out), "no space left on device")
+    assert str(db) not in line
+    assert not out.exists() or not any(out.iterdir())  # no partial file under any name
+    monkeypatch.setattr(data, "open_db", real_open)
+    con = store.connect(db, read_only=True)
+    try:
+        with pytest.raises(OSError) as e:
+            store.export_parquet(FullDisk(con), "default", out)
+    finally:
+        con.close()
+    assert e.value.filename == str(out)

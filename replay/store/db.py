@@ -7,6 +7,7 @@ or a kill leaves either the whole session or none of it. Rows go in as JSON (`_i
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -376,6 +377,16 @@ def dataset_names(con) -> list[str]:
     return [r[0] for r in con.execute("SELECT name FROM datasets ORDER BY name").fetchall()]
 
 
+def _export_error(out: Path, e: Exception) -> OSError:
+    """A failed Parquet write as an OSError naming the output folder: the database was only
+    read, so an error naming it (as DuckDB's message reads) would send the user to the wrong disk."""
+    text = str(e)
+    for code in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS):
+        if os.strerror(code).lower() in text.lower():
+            return OSError(code, os.strerror(code), str(out))
+    return OSError(errno.EIO, f"cannot write the Parquet files ({text.removeprefix('IO Error: ')[:160]})", str(out))
+
+
 def export_parquet(con, dataset: str, out: Path) -> dict[str, int]:
     """Write the dataset's trace tables as Parquet files (one per table) for sharing.
 
@@ -397,10 +408,13 @@ def export_parquet(con, dataset: str, out: Path) -> dict[str, int]:
             final = out / f"{table}.parquet"
             staged.append((out / f".{final.name}{tmp}", final))
             target = str(staged[-1][0]).replace("'", "''")
-            con.execute(
-                f"COPY (SELECT {names} FROM {table} WHERE {where} ORDER BY ALL) TO '{target}' (FORMAT parquet)",
-                {"ds": dataset},
-            )
+            try:
+                con.execute(
+                    f"COPY (SELECT {names} FROM {table} WHERE {where} ORDER BY ALL) TO '{target}' (FORMAT parquet)",
+                    {"ds": dataset},
+                )
+            except duckdb.IOException as e:
+                raise _export_error(out, e) from e
             counts[table] = con.execute(f"SELECT count(*) FROM read_parquet('{target}')").fetchone()[0]
         meta = con.execute(
             "SELECT name, token_counter, key_fingerprint FROM datasets WHERE name = ?", [dataset]
