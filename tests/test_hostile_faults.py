@@ -384,3 +384,23 @@ def test_a_disk_full_export_names_the_output_folder_not_the_database(tmp_path, m
     finally:
         con.close()
     assert e.value.filename == str(out)
+
+
+# --- anonymize: a pretty-printed array with one element nested very deep -------------------------------
+
+@pytest.mark.parametrize("bad", ["deep", "broken"])
+def test_anonymize_keeps_the_good_records_of_an_array_with_one_unreadable_element(tmp_path, bad):
+    from replay.privacy.anonymize import anonymize_tree
+
+    t = _session("deep", n=2)
+    recs = [json.dumps(r, indent=2) for r in t.records]
+    value = "[" * 100_000 + "]" * 100_000 if bad == "deep" else '{"a": 1,, }'
+    element = '{\n  "type": "user",\n  "x": ' + value + "\n}"
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "dump.json").write_text("[\n" + ",\n".join(recs[:2] + [element] + recs[2:]) + "\n]\n")
+    s = anonymize_tree(tmp_path / "logs", tmp_path / "out")
+    assert s.failed == [] and s.files == 1
+    assert s.records == len(t.records) and s.lines_dropped == 1
+    (out,) = (tmp_path / "out").rglob("*.json")
+    got = json.loads(out.read_text())
+    assert [r["type"] for r in got] == [r["type"] for r in t.records]

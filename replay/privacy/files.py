@@ -245,11 +245,16 @@ def read_array(run: FileRun, p: Path) -> bool:
     try:
         arr, repaired = loads_repairing(data)
     except orjson.JSONDecodeError:
-        return False
+        # one element nested deeper than the parser allows, or broken: the array is read element by
+        # element (as ingest reads it), so its good records are kept and the bad one alone dropped
+        del data
+        arr, repaired = _array_elements(run, p)
+        if arr is None:
+            return False
     if not isinstance(arr, list):
         return False
     run.s.invalid_utf8 += repaired
-    del data
+    data = None
     for rec in arr:
         if isinstance(rec, dict):
             try:
@@ -268,6 +273,22 @@ def read_array(run: FileRun, p: Path) -> bool:
             return True
         run.records = len(out)
     return True
+
+
+def _array_elements(run: FileRun, p: Path) -> tuple[list | None, int]:
+    """The records of a JSON array read element by element (None if the file is not an array),
+    each element that cannot be read dropped with its reason, and the lines repaired."""
+    from replay.ingest.readers.base import ReadReport, Records
+
+    report = ReadReport()
+    records = Records(p, report)
+    if records.kind != "array":
+        return None, 0
+    arr = [rec for _, rec in records]
+    for reason, n in report.skipped.items():  # an element too deep to parse is "invalid_json" here
+        for _ in range(n):
+            run.drop(reason)
+    return arr, sum(report.repaired.values())
 
 
 def read_chat(run: FileRun, p: Path) -> bool:
