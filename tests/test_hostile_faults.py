@@ -404,3 +404,32 @@ def test_anonymize_keeps_the_good_records_of_an_array_with_one_unreadable_elemen
     (out,) = (tmp_path / "out").rglob("*.json")
     got = json.loads(out.read_text())
     assert [r["type"] for r in got] == [r["type"] for r in t.records]
+
+
+# --- a UTF-8 byte order mark ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", ["jsonl", "array"])
+def test_a_byte_order_mark_costs_no_line(tmp_path, shape):
+    from replay.privacy.anonymize import anonymize_tree
+
+    t = _session("bom", n=2)
+    if shape == "jsonl":
+        body = "".join(json.dumps(r) + "\n" for r in t.records).encode()
+    else:
+        body = json.dumps(t.records, indent=2).encode()
+    name = f"s.{'jsonl' if shape == 'jsonl' else 'json'}"
+    for d, prefix in (("plain", b""), ("bom", b"\xef\xbb\xbf")):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / name).write_bytes(prefix + body)
+    cols = "req_idx, input_tokens, cache_read, output_tokens"
+    got = {}
+    for d in ("plain", "bom"):
+        s = ingest([tmp_path / d], tmp_path / f"{d}.duckdb")
+        assert s.report.skipped == {} and s.sessions == 1, s.report.messages
+        got[d] = (q(tmp_path / f"{d}.duckdb", f"SELECT {cols} FROM requests ORDER BY ALL"),
+                  q(tmp_path / f"{d}.duckdb", "SELECT count(*), sum(tokens) FROM blocks"))
+        a = anonymize_tree(tmp_path / d, tmp_path / f"out-{d}")
+        assert (a.records, a.lines_dropped, a.failed) == (len(t.records), 0, [])
+    assert got["bom"] == got["plain"]
+    (out,) = (tmp_path / "out-bom").iterdir()
+    assert not out.read_bytes().startswith(b"\xef\xbb\xbf")

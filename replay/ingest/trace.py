@@ -83,7 +83,8 @@ CLIENT_EVENTS = ("resume", "skill")
 # read results and client previews of large results (``read_lines``); several JSON objects on
 # one line are all read. 5: Claude Code Task subagents carried by ``progress`` records
 # (``agent_progress``) become subagent streams. 6: Claude Code responses without ``message.id``
-# are requests (keyed by their request id or first line) instead of being dropped.
+# are requests (keyed by their request id or first line) instead of being dropped, and a
+# UTF-8 byte order mark no longer costs a file its first line.
 TRACE_REVISION = 6
 
 SESSION_COLUMNS = (

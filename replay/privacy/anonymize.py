@@ -57,7 +57,7 @@ from pathlib import Path
 from replay.ingest.keys import Keyring, load_or_create_master_key
 from replay.ingest.readers.source import compressed_log, compressed_reason, walk_files
 from replay.privacy.files import (
-    PARTIAL_SUFFIX, FileRun, Writer, chunks, first_byte, read_array, read_chat, read_jsonl,
+    PARTIAL_SUFFIX, FileRun, Writer, chunks, first_byte, open_log, read_array, read_chat, read_jsonl,
 )
 from replay.privacy.pseudonyms import UUID_RX, Pseudonyms
 from replay.privacy.records import Anonymizer
@@ -215,7 +215,7 @@ def _anonymize_file(anon: Anonymizer, p: Path, root: Path, dst: Path, summary: A
                 else:  # a Gemini CLI chat file is one JSON object, whatever its suffix
                     done_whole = first == b"{" and read_chat(run, p)
                 if not done_whole:
-                    with open(p, "rb") as f:
+                    with open_log(p) as f:
                         read_jsonl(run, f)
             finally:
                 anon.texts.end_file()

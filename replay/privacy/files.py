@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 
+from replay.ingest.readers.source import BOM
 from replay.privacy.gemini_chat import ChatWalker, is_chat
 
 if TYPE_CHECKING:
@@ -95,10 +96,25 @@ def chunks(p: Path) -> Iterator[bytes]:
             yield chunk
 
 
+def open_log(p: Path) -> BinaryIO:
+    """A log opened for reading past a UTF-8 byte order mark (an editor's: JSON parsers refuse
+    it, which would cost the first line); the copy is written without it."""
+    f = open(p, "rb")
+    if f.read(len(BOM)) != BOM:
+        f.seek(0)
+    return f
+
+
+def read_log(p: Path) -> bytes:
+    """The whole log, without a byte order mark."""
+    data = p.read_bytes()
+    return data[len(BOM):] if data.startswith(BOM) else data
+
+
 def first_byte(p: Path) -> tuple[bytes, bool]:
     """The first non-blank byte of the file (b"" for a blank file) and whether a NUL byte is
     in its first 8 KB (a binary file)."""
-    with open(p, "rb") as f:
+    with open_log(p) as f:
         head = f.read(8192)
         nul = b"\x00" in head
         while head and not head.strip():
@@ -241,7 +257,7 @@ def read_jsonl(run: FileRun, f: BinaryIO) -> None:
 def read_array(run: FileRun, p: Path) -> bool:
     """A Stop-hook dump (one JSON array); False when it is not one (then it is read as JSONL:
     a JSONL file whose first line is an array)."""
-    data = p.read_bytes()
+    data = read_log(p)
     try:
         arr, repaired = loads_repairing(data)
     except orjson.JSONDecodeError:
@@ -296,7 +312,7 @@ def read_chat(run: FileRun, p: Path) -> bool:
     name ends with), written back as one object: pretty-printed when the input was, else on
     one line. False when the file is not one (then it is read as JSONL). Its records are its
     messages; a chat with no message counts as one record (its header is still copied)."""
-    with open(p, "rb") as f:
+    with open_log(p) as f:
         line = f.readline()
     if line.strip() == b"{":  # pretty-printed: the object opens on a line of its own
         compact = False
@@ -310,7 +326,7 @@ def read_chat(run: FileRun, p: Path) -> bool:
         compact = True
         del head
     del line
-    data = p.read_bytes()
+    data = read_log(p)
     try:
         doc, repaired = loads_repairing(data)
     except orjson.JSONDecodeError:

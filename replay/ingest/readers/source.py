@@ -37,6 +37,7 @@ from replay.ingest.readers.jsonbytes import Buffer, DocumentError, close_at, dep
 from replay.ingest.readers.report import FileError, ReadReport
 
 Record = tuple[int, dict[str, Any]]
+BOM = b"\xef\xbb\xbf"
 DOCUMENT_ARRAYS = ("messages",)  # top-level arrays of a JSON object document that hold its records
 _OPEN = (b"[", b"{", b"[{", b"[ {")
 
@@ -105,11 +106,21 @@ class Records:
         self.data = data
         self.limit = limit
         self.meta: dict[str, Any] = {}
+        self.bom = False
+        with self._open() as fh:
+            self.bom = fh.read(len(BOM)) == BOM
+        if self.bom and limit is not None:
+            self.limit = max(0, limit - len(BOM))
         self.kind = self._sniff_kind()
 
     # --- opening ----------------------------------------------------------------------------
     def _open(self) -> IO[bytes]:
-        return io.BytesIO(self.data) if self.data is not None else open_regular(self.path)
+        """The file, past a UTF-8 byte order mark (an editor's; JSON parsers refuse it, which
+        would cost the first line)."""
+        fh = io.BytesIO(self.data) if self.data is not None else open_regular(self.path)
+        if self.bom:
+            fh.seek(len(BOM))
+        return fh
 
     def _lines(self) -> Iterator[tuple[int, bytes]]:
         limit = self.limit
