@@ -433,3 +433,37 @@ def test_a_byte_order_mark_costs_no_line(tmp_path, shape):
     assert got["bom"] == got["plain"]
     (out,) = (tmp_path / "out-bom").iterdir()
     assert not out.read_bytes().startswith(b"\xef\xbb\xbf")
+
+
+# --- weak key files ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content,mode,lines,needles", [
+    ("0" * 64, 0o600, 1, ["one byte value repeated (00)"]),
+    (None, 0o644, 1, ["can be read by every user (mode 644)", "chmod 600"]),
+    (None, 0o640, 1, ["can be read by its group"]),
+    ("0" * 64, 0o604, 2, ["one byte value repeated", "every user"]),
+])
+def test_a_weak_key_file_is_used_with_a_warning_line(tmp_path, content, mode, lines, needles):
+    key = tmp_path / "k.key"
+    key.write_text((content or os.urandom(32).hex()) + "\n")
+    key.chmod(mode)
+    _session("k", n=1).write_jsonl(tmp_path / "logs" / "k.jsonl")
+    for args in (["ingest", tmp_path / "logs", "--db", tmp_path / "t.duckdb", "-q", "-j"],
+                 ["anonymize", tmp_path / "logs", tmp_path / "anon", "-q", "-j"]):
+        r = run(*args, "--key-file", key)
+        assert r.exit_code == 0, r.output
+        warnings = r.stderr.splitlines()
+        assert len(warnings) == lines, warnings
+        assert all(w.startswith("warning: key file ") and str(key) in w for w in warnings), warnings
+        for n in needles:
+            assert any(n in w for w in warnings), (n, warnings)
+        json.loads(r.stdout)  # the summary is still strict JSON on stdout
+
+
+def test_a_good_key_file_gets_no_warning(tmp_path):
+    key = tmp_path / "k.key"
+    key.write_text(os.urandom(32).hex() + "\n")
+    key.chmod(0o600)
+    _session("k", n=1).write_jsonl(tmp_path / "logs" / "k.jsonl")
+    r = run("ingest", tmp_path / "logs", "--db", tmp_path / "t.duckdb", "-q", "--key-file", key)
+    assert r.exit_code == 0 and r.stderr == ""

@@ -52,6 +52,11 @@ def fail(msg: str, code: int = 1, *, console: Console | None = None) -> None:
     sys.exit(code)
 
 
+def warn(msg: str) -> None:
+    """Print `warning: MSG` on stderr (MSG is plain text); the command goes on."""
+    err.print(f"[yellow]warning:[/] {esc(msg)}", soft_wrap=True)
+
+
 def os_error_message(e: OSError) -> str:
     """One line for a disk-full, permission or other OS error, naming the file and what to do."""
     name = e.filename if e.filename is not None else ""

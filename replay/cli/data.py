@@ -10,7 +10,7 @@ from rich.table import Table
 
 from replay.cli.common import (
     DB_OPTION, QUIET_OPTION, byte_progress, clean, dataset_option, echo_json, esc, fail_on, fmt_ts, format_option,
-    json_option, key_file_option, open_db, out, out_dir_option, pick_dataset, print_table
+    json_option, key_file_option, open_db, out, out_dir_option, pick_dataset, print_table, warn
 )
 from replay.cli.usage import filter_options
 
@@ -43,7 +43,7 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
     from replay.store.load import ingest as run_ingest
 
     with fail_on(ValueError, OSError):
-        master = open_master_key(key_file)
+        master = open_master_key(key_file, warn=warn)
     # refreshed per file rather than by a thread: with no other thread running, --jobs workers
     # are forked (they start with every module imported), which is what makes --jobs 2 pay
     progress = byte_progress("ingest", disable=quiet or as_json, auto_refresh=False)
