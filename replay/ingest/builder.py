@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from replay.ingest import checks
 from replay.ingest.blocktext import canonical_json, tool_use_text
+from replay.ingest.identifiers import kept_version, mcp_parts
 from replay.ingest.keys import Keyring
 from replay.ingest.readlines import LineHasher, is_preview, numbered_lines
 from replay.ingest.readers.report import ReadReport
@@ -110,6 +111,8 @@ class TraceBuilder:
     # --- values kept as written ----------------------------------------------------------------
     def kept(self, field: str, value: str) -> str:
         """``value`` when it matches ``field``'s grammar, else its keyed pseudonym (counted once per file)."""
+        if field == "agent_version":  # major.minor.patch only: a pre-release or build suffix can name anything
+            value = kept_version(value) or value
         key = (field, value if len(value) <= 256 else "\0" + self.keys.short(field, value, 16))
         out = self.clean.get(key)
         if out is None:
@@ -140,6 +143,9 @@ class TraceBuilder:
         overrides its length); ``tokens`` overrides the BPE count of ``text``.
         """
         if tool_name is not None:
+            # an MCP tool's name says which private server (and whose) it is: keyed, as the anonymizer's
+            if tool_name.startswith("mcp__"):
+                tool_name = mcp_parts(self.keys, tool_name)
             tool_name = self.kept("tool_name", tool_name) if tool_name else tool_name
         if content is None:
             chash, nbytes = self.keys.text_hash_size(text)

@@ -33,8 +33,9 @@ GRAMMARS: dict[str, re.Pattern[str]] = {
     "model": re.compile(_NAME),
     # Read, mcp__github__get_issue, container.exec, read_file, github-mcp-server/get_issue
     "tool_name": re.compile(r"[A-Za-z0-9_.:/-]{1,128}"),
-    # 2.1.50, 0.140.0, 1.0.0-beta.3, 0.1.0+build.5 (several joined by commas in sessions)
-    "agent_version": re.compile(r"v?\d{1,6}(?:\.\d{1,6}){0,3}(?:[-+][0-9A-Za-z][0-9A-Za-z.-]{0,39})?"),
+    # 2.1.50, 0.140.0: major.minor.patch only (the builder cuts 1.0.0-beta.3 to 1.0.0 first;
+    # identifiers.kept_version), several joined by commas in sessions
+    "agent_version": re.compile(r"\d{1,6}(?:\.\d{1,6}){0,2}"),
 }
 # Vocabularies: the only values kept for enum-like fields.
 VOCABULARIES: dict[str, frozenset[str]] = {

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from replay.ingest.identifiers import split_extension
+
 KEY_ENV = "CTXREPLAY_KEY_FILE"
 
 
@@ -185,8 +187,10 @@ class Keyring:
         """Pseudonymize a path per component: same path -> same pseudonym, a/b stays under a.
 
         Relative paths are resolved against ``cwd`` first so the same file read by absolute
-        and relative path gets one pseudonym. File extensions are kept: they carry no identity
-        and make per-language breakdowns possible.
+        and relative path gets one pseudonym. A component is pseudonymized whole; only an
+        extension of the known-extension vocabulary is kept, lower-cased, for per-language
+        breakdowns (`replay.ingest.identifiers.split_extension`): the tail of a dotted user or
+        host name is no extension.
         """
         if not path:
             return ""
@@ -199,9 +203,5 @@ class Keyring:
         for comp in p.strip("/").split("/"):
             if comp in ("", "."):
                 continue
-            stem, dot, ext = comp.rpartition(".")
-            if dot and stem and 0 < len(ext) <= 6 and ext.isalnum() and not ext.isdigit():  # an IP octet is no extension
-                parts.append(self.short("path", comp, 10) + "." + ext.lower())
-            else:
-                parts.append(self.short("path", comp, 10))
+            parts.append(self.short("path", comp, 10) + split_extension(comp)[1].lower())
         return lead + "/".join(parts)
