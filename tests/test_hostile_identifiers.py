@@ -167,3 +167,14 @@ def test_planted_identifiers_reach_no_output(tmp_path, seed):
         assert p.lower() not in blob, p
     # what is kept is kept: a known extension, the version's numbers, Claude Code's own tool
     assert ".py" in blob and "2.1.50" in blob and "read" in blob
+
+
+@settings(max_examples=200, deadline=None)
+@given(words)
+def test_a_model_name_keeps_no_word_after_an_at(a):
+    from replay.ingest import checks
+    from replay.privacy.schema import enum_ok
+
+    for v in (f"claude-opus-4@{a}", f"claude@{a}", f"gpt-5@{a}2025"):
+        assert not checks.acceptable("model", v) and not enum_ok("model", v), v
+    assert checks.acceptable("model", "claude-opus-4@20250514") and enum_ok("model", "claude-opus-4@20250514")

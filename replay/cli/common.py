@@ -85,7 +85,8 @@ damaged database, an unknown dataset, a policy parameter out of range, `ingest` 
 file, `check` on a damaged file); 2 a usage error reported by the option parser
 (`Error: ...` after a usage line: an unknown option or command, a missing argument, a value
 outside the listed choices, a path given to an option that must exist but does not); 130
-interrupted (Ctrl-C).
+interrupted (Ctrl-C); 143 or 129 stopped by SIGTERM or SIGHUP (one `terminated (SIGTERM)` line;
+`ingest --jobs` stops its workers too).
 
 `--json` (`-j`) prints strict JSON on stdout (no NaN or infinity: missing values are null).
 `--format plain|markdown|csv` (the commands that print tables) prints the tables alone on stdout

@@ -46,6 +46,8 @@ _PATHLIKE = re.compile(
     r"|^[/~.]|//|\.\.|\\|[A-Za-z]:/",
     re.I,
 )
+# a model's "@" suffix is a date (claude-opus-4@20250514, as Vertex names them), never a word: claude@alice
+_AT_SUFFIX = re.compile(r"@(?!\d{6,8}$)")
 _EMAIL = re.compile(r"@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 # a run of 16+ letters and digits holding both: API keys, tokens, hashes (AKIA..., ghp_..., sk-...)
 _SECRETISH = re.compile(r"(?=[A-Za-z0-9]{16})(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{16,}")
@@ -104,6 +106,8 @@ def acceptable(field: str, value: str) -> bool:
         return value in vocab
     grammar = GRAMMARS[field]
     if not grammar.fullmatch(value):
+        return False
+    if field == "model" and _AT_SUFFIX.search(value):
         return False
     if field == "agent_version":
         return True
