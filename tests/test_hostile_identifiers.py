@@ -7,6 +7,7 @@ Tokens are drawn with a letter outside a-f, so that a hex pseudonym cannot hold 
 
 from __future__ import annotations
 
+import json
 import random
 import string
 from pathlib import Path
@@ -178,3 +179,21 @@ def test_a_model_name_keeps_no_word_after_an_at(a):
     for v in (f"claude-opus-4@{a}", f"claude@{a}", f"gpt-5@{a}2025"):
         assert not checks.acceptable("model", v) and not enum_ok("model", v), v
     assert checks.acceptable("model", "claude-opus-4@20250514") and enum_ok("model", "claude-opus-4@20250514")
+
+
+def test_a_session_hook_name_keeps_only_a_known_source(tmp_path):
+    from replay.privacy.anonymize import anonymize_tree
+
+    t = Transcript(session_id="h")
+    for name in ("SessionStart:resume", "SessionStart:qwertyzone", "PreToolUse:Bash", "Stop:zorblaxian"):
+        event = name.partition(":")[0]
+        t._base("progress", data={"type": "hook_progress", "hookEvent": event, "hookName": name})
+    t.user("hi")
+    t.assistant("m1", [text("ok")], usage(inp=5, write=10, read=0, out=2), final_output=2)
+    t.write_jsonl(tmp_path / "logs" / "h.jsonl")
+    a = anonymize_tree(tmp_path / "logs", tmp_path / "out", KEYS)
+    assert a.failed == []
+    (out,) = (tmp_path / "out").rglob("*.jsonl")
+    names = [json.loads(line).get("data", {}).get("hookName") for line in out.read_text().splitlines()]
+    assert names[0] == "SessionStart:resume" and names[2] == "PreToolUse:Bash"
+    assert names[1].startswith("SessionStart:hook_") and names[3].startswith("Stop:hook_")

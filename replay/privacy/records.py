@@ -173,8 +173,8 @@ class Anonymizer:
         event, rest = m.group(1), m.group(2)
         if rest is None:
             return event
-        if rest in _HOOK_SOURCES and event not in _TOOL_HOOKS:
-            return v
+        if event not in _TOOL_HOOKS:  # a session hook's source: from a closed list, else keyed
+            return v if rest in _HOOK_SOURCES else event + ":" + self.pseudonym("hook", rest, "hook_")
         return event + ":" + self.tool_name(rest)
 
     # --- records ------------------------------------------------------------------------
