@@ -174,21 +174,43 @@ def _tree_with_hidden_logs(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
     return logs, locked
 
 
-def test_ingest_names_unreadable_folders_and_compressed_logs(tmp_path, monkeypatch):
+def test_ingest_names_unreadable_folders_and_archives_and_reads_gzip_logs(tmp_path, monkeypatch):
     logs, locked = _tree_with_hidden_logs(tmp_path, monkeypatch)
     s = ingest([logs], tmp_path / "t.duckdb")
-    assert s.sessions == 1
+    assert s.sessions == 2  # ok.jsonl and the gzip log
     failed = dict(s.failed)
-    assert set(failed) == {str(locked), str(logs / "old.jsonl.gz"), str(logs / "backup.zip")}
+    assert set(failed) == {str(locked), str(logs / "backup.zip")}
     assert "cannot read this folder" in failed[str(locked)] and "Permission denied" in failed[str(locked)]
-    assert "compressed log" in failed[str(logs / "old.jsonl.gz")] and "archive" in failed[str(logs / "backup.zip")]
+    assert "archive (.zip), not read" in failed[str(logs / "backup.zip")]
+    ref = tmp_path / "ref.duckdb"
+    ingest([tmp_path / "z.jsonl"], ref)
+    cols = "req_idx, input_tokens, cache_write_5m, cache_read, output_tokens"
+    got = q(tmp_path / "t.duckdb", f"SELECT {cols} FROM requests WHERE session_key IN (SELECT session_key FROM "
+                                   "sessions WHERE n_requests = 3) ORDER BY ALL")
+    assert len(got) == 6 and set(got) == set(q(ref, f"SELECT {cols} FROM requests ORDER BY ALL"))
     r = run("ingest", logs, "--db", tmp_path / "c.duckdb", "-q")
     assert r.exit_code == 0
-    for name in (locked, logs / "old.jsonl.gz", logs / "backup.zip"):
+    for name in (locked, logs / "backup.zip"):
         assert str(name) in r.output
-    # given alone, a compressed log is the only file: nothing usable, exit 1
-    r = run("ingest", logs / "old.jsonl.gz", "--db", tmp_path / "d.duckdb", "-q")
-    assert r.exit_code == 1 and "old.jsonl.gz: a compressed log (.gz), not read" in r.output
+    # given alone, an archive is the only file: nothing usable, exit 1
+    r = run("ingest", logs / "backup.zip", "--db", tmp_path / "d.duckdb", "-q")
+    assert r.exit_code == 1 and "backup.zip: an archive (.zip), not read" in r.output
+
+
+def test_a_gzip_log_beside_its_plain_copy_is_stored_once_and_a_damaged_one_fails_alone(tmp_path):
+    import gzip
+
+    logs = tmp_path / "logs"
+    log = _session("g", n=3).write_jsonl(logs / "g.jsonl")
+    (logs / "g.jsonl.1.gz").write_bytes(b"")  # not a log name: left alone
+    (logs / "old").mkdir()
+    (logs / "old" / "g.jsonl.gz").write_bytes(gzip.compress(log.read_bytes()))
+    _session("h", n=2).write_jsonl(tmp_path / "h.jsonl")
+    (logs / "h.jsonl.gz").write_bytes(gzip.compress((tmp_path / "h.jsonl").read_bytes())[:-30])  # truncated
+    s = ingest([logs], tmp_path / "t.duckdb")
+    assert s.sessions == 1 and s.duplicates + len(s.duplicate_sessions) == 1, s.as_dict()
+    assert [(Path(f).name, "damaged gzip data" in why) for f, why in s.failed] == [("h.jsonl.gz", True)]
+    assert q(tmp_path / "t.duckdb", "SELECT count(*) FROM requests") == [(3,)]
 
 
 def test_anonymize_names_unreadable_folders_and_compressed_logs(tmp_path, monkeypatch):

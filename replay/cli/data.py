@@ -34,8 +34,8 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
     new version, and so is every file after an upgrade that changed what ctxreplay reads from
     logs (the stored hash covers the reader's revision). Bad lines and unreadable files are
     reported and counted, never fatal; FIFOs, devices and sockets are skipped by name, never
-    opened; compressed logs and archives (.gz, .zip) and folders that cannot be listed are
-    named as failed, not read. A file that now holds a different session keeps the one stored
+    opened; gzip logs (x.jsonl.gz) are read, other compressed logs and archives (.zip, .bz2,
+    .xz, .zst) and folders that cannot be listed are named as failed, not read. A file that now holds a different session keeps the one stored
     from it. A --db that is not a DuckDB file (a log, CSV or Parquet file) is refused before
     anything is read. Exits 1 when no given
     file could be used. A --key-file (or $CTXREPLAY_KEY_FILE) must exist: only the default

@@ -1,5 +1,6 @@
-"""Which files an ingest reads: log files under the given paths, each session's subagent files
-attached to it; what is not read (FIFOs, devices, unreadable folders, compressed logs) is named."""
+"""Which files an ingest reads: log files under the given paths (gzip logs, ``x.jsonl.gz``,
+included), each session's subagent files attached to it; what is not read (FIFOs, devices,
+unreadable folders, other compressed logs and archives) is named."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replay.ingest.readers.source import compressed_log, compressed_reason, walk_files
+from replay.ingest.readers.source import compressed_log, compressed_reason, gzip_log, walk_files
 
 LOG_SUFFIXES = (".jsonl", ".json")
 SKIP_NAMES = frozenset({"MANIFEST.json", "package.json", "package-lock.json", "tsconfig.json"})
@@ -68,7 +69,7 @@ def discover(
             files.extend(found)
         elif not_regular(mode):
             skipped.append((str(p), not_regular(mode)))
-        elif compressed_log(p):
+        elif compressed_log(p) and not gzip_log(p):
             problems.append((str(p), compressed_reason(p)))
         else:
             files.append(p)
@@ -102,7 +103,7 @@ def _walk(root: Path, skipped: list[tuple[str, str]], problems: list[tuple[str, 
     entries, unreadable = walk_files(root)
     problems.extend(unreadable)
     for f in entries:
-        if compressed_log(f):
+        if compressed_log(f) and not gzip_log(f):
             problems.append((str(f), compressed_reason(f)))
             continue
         try:
@@ -115,6 +116,6 @@ def _walk(root: Path, skipped: list[tuple[str, str]], problems: list[tuple[str, 
             continue
         if not_regular(mode):
             skipped.append((str(f), not_regular(mode)))
-        elif f.suffix in LOG_SUFFIXES and f.name not in SKIP_NAMES:
+        elif (f.suffix in LOG_SUFFIXES and f.name not in SKIP_NAMES) or gzip_log(f):
             found.append(f)
     return found

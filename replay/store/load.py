@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from replay.ingest import trace as trace_format
 from replay.ingest.keys import Keyring, load_or_create_master_key
 from replay.ingest.readers import claude_code, codex, copilot, gemini, gemini_chat
 from replay.ingest.readers.base import FileError, ReadReport, Records
-from replay.ingest.readers.source import open_regular
+from replay.ingest.readers.source import damaged_gzip, open_log
 from replay.store.discovery import LOG_SUFFIXES, SKIP_NAMES, Unit, discover, not_regular  # noqa: F401 (re-exported)
 from replay.ingest.tokens import COUNTER
 
@@ -174,10 +175,13 @@ def hash_unit(unit: Unit, keys: Keyring) -> tuple[str, int, dict[Path, int]]:
             h.update(b"\0sub\0")
             total += 5
         n = 0
-        with open_regular(path) as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
-                n += len(chunk)
+        with open_log(path) as fh:
+            try:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+                    n += len(chunk)
+            except (EOFError, zlib.error) as e:  # a truncated or damaged gzip log fails alone
+                raise damaged_gzip(path, e) from e
         sizes[path] = n
         total += n
     return h.hexdigest(), total, sizes

@@ -48,11 +48,38 @@ LOG_NAMES = (".jsonl", ".json")
 
 def compressed_log(p: Path) -> bool:
     """Whether ``p`` is a compressed log (``x.jsonl.gz``, ``x.json.zst``) or an archive that may
-    hold logs (``.zip``): not read, so named rather than passed over in silence."""
+    hold logs (``.zip``). Ingest reads gzip logs (`gzip_log`); anything else is not read, so it
+    is named rather than passed over in silence."""
     suffixes = [s.lower() for s in p.suffixes[-2:]]
     if not suffixes or suffixes[-1] not in COMPRESSED_SUFFIXES:
         return False
     return suffixes[-1] == ".zip" or (len(suffixes) == 2 and suffixes[0] in LOG_NAMES)
+
+
+def gzip_log(p: Path) -> bool:
+    """``x.jsonl.gz`` or ``x.json.gz``: a log rotated or archived with gzip, which ingest reads as is."""
+    suffixes = [s.lower() for s in p.suffixes[-2:]]
+    return len(suffixes) == 2 and suffixes[1] == ".gz" and suffixes[0] in LOG_NAMES
+
+
+def open_log(path: Path) -> IO[bytes]:
+    """`open_regular`, decompressed when ``path`` is a gzip log (the decompressed bytes are what
+    is hashed, measured and parsed)."""
+    fh = open_regular(path)
+    if not gzip_log(path):
+        return fh
+    import gzip
+
+    gz = gzip.GzipFile(fileobj=fh, mode="rb")
+    gz.myfileobj = fh  # closed with it, as gzip.open(filename) arranges
+    return gz
+
+
+def damaged_gzip(path: Path, e: Exception) -> OSError:
+    """A gzip log that cannot be decompressed, as the OSError every reader path reports per file."""
+    import errno
+
+    return OSError(errno.EIO, f"damaged gzip data ({e})", str(path))
 
 
 def compressed_reason(p: Path) -> str:
@@ -117,7 +144,7 @@ class Records:
     def _open(self) -> IO[bytes]:
         """The file, past a UTF-8 byte order mark (an editor's; JSON parsers refuse it, which
         would cost the first line)."""
-        fh = io.BytesIO(self.data) if self.data is not None else open_regular(self.path)
+        fh = io.BytesIO(self.data) if self.data is not None else open_log(self.path)
         if self.bom:
             fh.seek(len(BOM))
         return fh
