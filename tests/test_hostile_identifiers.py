@@ -197,3 +197,34 @@ def test_a_session_hook_name_keeps_only_a_known_source(tmp_path):
     names = [json.loads(line).get("data", {}).get("hookName") for line in out.read_text().splitlines()]
     assert names[0] == "SessionStart:resume" and names[2] == "PreToolUse:Bash"
     assert names[1].startswith("SessionStart:hook_") and names[3].startswith("Stop:hook_")
+
+
+def test_the_tool_vocabulary_holds_every_name_the_readers_policies_and_model_look_for():
+    from replay.engine.calibration import TASK_TOOLS
+    from replay.ingest import trace
+    from replay.ingest.identifiers import TOOL_VOCAB
+    from replay.ingest.readers import codex_items, copilot, gemini
+    from replay.policies import build
+
+    names = set(trace._TOOL_KIND) | set(TASK_TOOLS) | codex_items._SHELL_TOOLS | codex_items._SESSION_TOOLS
+    names |= set(copilot._PATH_TOOLS) | copilot._SHELL | copilot._SHELL_SESSION | copilot._WEB
+    names |= set(gemini._READ) | set(gemini._MUTATE) | set(gemini._SEARCH) | set(gemini._LIST) | gemini._WEB | gemini._SHELL
+    for policy in ("claude_code_microcompact", "supersede"):
+        params = build(policy).params
+        for f in ("tools", "read_tools", "write_tools", "piece_tools", "list_tools"):
+            names |= set(getattr(params, f, ()) or ())
+    assert names - TOOL_VOCAB == set()
+
+
+@settings(max_examples=200, deadline=None)
+@given(tokens)
+def test_a_tool_outside_the_vocabulary_is_stored_keyed(a):
+    from replay.ingest.builder import TraceBuilder
+    from replay.ingest.readers.report import ReadReport
+
+    b = TraceBuilder("claude-code", KEYS, "d", "f", Path("x.jsonl"), ReadReport())
+    for name in (a, f"{a}_deploy", f"Bash{a}"):
+        out = b.tool_name(name)
+        _absent(out, a)
+        assert out.startswith("tool-")
+    assert b.tool_name("Read") == "Read" and b.tool_name("run_shell_command") == "run_shell_command"

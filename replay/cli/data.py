@@ -85,7 +85,7 @@ def print_ingest_summary(summary, db: Path, dataset: str) -> None:
                   "by its request id or first line): "
                   + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.repaired.items())))
     if rep.pseudonymized:
-        out.print("values pseudonymized (outside their grammar): "
+        out.print("values pseudonymized (outside their grammar or vocabulary): "
                   + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.pseudonymized.items())))
     if rep.skipped or rep.repaired or rep.pseudonymized:
         for m in rep.messages:

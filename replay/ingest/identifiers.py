@@ -13,8 +13,9 @@ value kept by one is kept by the other:
   (``2.1.50-alice-build`` -> ``2.1.50``);
 * **id type prefixes**: an identifier keeps no part of its text but a type prefix from
   ``ID_PREFIXES`` (``toolu_``, ``msg_01``...), which says what kind of id it is;
-* **MCP tool names**: ``mcp__<server>__<tool>`` names private systems and people; the trace
-  stores ``mcp__srv_<hash>__tool_<hash>`` (the anonymizer does too with ``--pseudonymize-mcp``).
+* **tool names**: the agents' own tools (``TOOL_VOCAB``) are kept; ``mcp__<server>__<tool>``
+  names private systems and people: the trace stores ``mcp__srv_<hash>__tool_<hash>`` (the
+  anonymizer does too with ``--pseudonymize-mcp``); any other tool becomes ``tool-<hash>``.
 """
 
 from __future__ import annotations
@@ -53,9 +54,37 @@ ID_PREFIXES = frozenset("""toolu srvtoolu msg req call fc resp rs ws ctc chatcmp
 MCP_TOOL_VOCAB = frozenset("""fs_read_file fs_grep_files fs_list_files fs_create_file fs_modify_file cargo_check
     cargo_test git_diff git_commit""".split())
 
+# Tool names the trace keeps as written: the agents' own tools (the readers' tool kinds and the
+# names policies and the cache model look for: Read, TaskCreate, PowerShell...). Any other tool
+# (a user's or a server's, which can name a person or a private system) is stored as
+# ``tool-<keyed hash>``; an MCP tool as ``mcp_parts`` writes it.
+CLAUDE_CODE_TOOLS = frozenset("""Agent Bash BashOutput Edit EnterPlanMode ExitPlanMode Glob Grep KillShell KillBash
+    LS LSP MultiEdit NotebookEdit NotebookRead PowerShell Read Skill SlashCommand Task TaskCreate TaskGet TaskList
+    TaskOutput TaskStop TaskUpdate TodoRead TodoWrite WebFetch WebSearch Write AskUserQuestion
+    ListMcpResourcesTool ReadMcpResourceTool""".split())
+TOOL_VOCAB = CLAUDE_CODE_TOOLS | MCP_TOOL_VOCAB | frozenset("""
+    shell shell_command container.exec local_shell unified_exec exec_command write_stdin read_stdin kill_session
+    apply_patch update_plan read_file view_image web_search tool_search list_dir grep_files
+    view read create edit str_replace_editor str_replace insert write grep rg search glob ls list bash powershell
+    read_bash write_bash stop_bash list_bash read_powershell write_powershell stop_powershell web_fetch fetch
+    ask_user report_intent think update_todo task
+    read_many_files write_file replace smart_edit search_file_content grep_search ripgrep list_directory
+    google_web_search run_shell_command save_memory write_todos activate_skill
+""".split())
+
 _VERSION_RX = re.compile(r"v?(\d{1,6})(?:\.(\d{1,6}))?(?:\.(\d{1,6}))?")
 _ID_PREFIX_RX = re.compile(r"^([a-z]+)_(01)?(?=[A-Za-z0-9])")
 _MCP_SAFE_RX = re.compile(r"[^A-Za-z0-9_\-]")  # how Claude Code turns a server name into a tool-name part
+
+
+def kept_tool_name(keys: Keyring, name: str) -> str | None:
+    """The name the trace stores for a tool: ``name`` when it is in ``TOOL_VOCAB``, the keyed form
+    of an MCP tool, else None (the caller stores ``tool-<keyed hash>`` and counts it)."""
+    if name in TOOL_VOCAB:
+        return name
+    if name.startswith("mcp__"):
+        return mcp_parts(keys, name)
+    return None
 
 
 def split_extension(comp: str) -> tuple[str, str]:

@@ -12,6 +12,8 @@ import re
 
 import re2
 
+from replay.ingest.identifiers import CLAUDE_CODE_TOOLS
+
 # String values kept verbatim (after scrubbing) when they look like enum values.
 KEEP_KEYS = frozenset({
     "type", "subtype", "role", "model", "stop_reason", "level", "trigger", "operation", "userType",
@@ -97,10 +99,7 @@ MEDIA_TYPE_RX = re.compile(r"^(?:image|text|application|audio|video|font)/[a-z0-
 TOOL_NAME_RX = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,127}$")
 HOOK_NAME_RX = re.compile(r"^([A-Za-z]{2,40})(?::(.{1,160}))?$")
 # Claude Code's own tools: never MCP, never pseudonymized by ``pseudonymize_mcp``.
-BUILTIN_TOOLS = frozenset("""Agent Bash BashOutput Edit EnterPlanMode ExitPlanMode Glob Grep KillShell KillBash LS LSP
-    MultiEdit NotebookEdit NotebookRead Read Skill SlashCommand Task TaskCreate TaskGet TaskList TaskOutput
-    TaskStop TaskUpdate TodoRead TodoWrite WebFetch WebSearch Write AskUserQuestion ListMcpResourcesTool
-    ReadMcpResourceTool""".split())
+BUILTIN_TOOLS = CLAUDE_CODE_TOOLS
 
 # ``usage`` trees: numbers under known keys or snake_case names; strings only under these
 # keys and in their vocabulary (``type`` in ``usage.iterations`` entries).

@@ -56,7 +56,7 @@ class ReadReport:
 
     def pseudonymize(self, field_name: str, path: Path | str, pseudonym: str) -> None:
         self.pseudonymized[field_name] += 1
-        self._message(path, None, f"{field_name} does not match its grammar", f"stored as {pseudonym}")
+        self._message(path, None, f"{field_name} is outside its grammar or vocabulary", f"stored as {pseudonym}")
 
     def merge(self, other: "ReadReport") -> None:
         self.skipped.update(other.skipped)
