@@ -228,3 +228,14 @@ def test_a_tool_outside_the_vocabulary_is_stored_keyed(a):
         _absent(out, a)
         assert out.startswith("tool-")
     assert b.tool_name("Read") == "Read" and b.tool_name("run_shell_command") == "run_shell_command"
+
+
+@settings(max_examples=100, deadline=None)
+@given(tokens, tokens)
+def test_keyed_tool_names_are_kept_as_they_are(a, b):
+    """Logs anonymized with --pseudonymize-mcp or --drop-tool-names ingest to the raw logs' names."""
+    from replay.ingest.identifiers import kept_tool_name
+
+    once = identifiers.mcp_parts(KEYS, f"mcp__{a}__{b}")
+    assert identifiers.mcp_parts(KEYS, once) == once and kept_tool_name(KEYS, once) == once
+    assert kept_tool_name(KEYS, "tool_" + KEYS.short("tool", a, 10)) == "tool_" + KEYS.short("tool", a, 10)

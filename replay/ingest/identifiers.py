@@ -72,6 +72,11 @@ TOOL_VOCAB = CLAUDE_CODE_TOOLS | MCP_TOOL_VOCAB | frozenset("""
     google_web_search run_shell_command save_memory write_todos activate_skill
 """.split())
 
+# keyed pseudonyms already: the anonymizer's tool_<10 hex> (--drop-tool-names, or a name outside
+# its grammar), the trace's tool-<8 hex>, and the parts of mcp__srv_<8 hex>__tool_<8 hex>
+_TOOL_PSEUDONYM_RX = re.compile(r"tool_[0-9a-f]{10}|tool-[0-9a-f]{8}")
+_SRV_RX = re.compile(r"srv_[0-9a-f]{8}")
+_MCP_TOOL_RX = re.compile(r"tool_[0-9a-f]{8}")
 _VERSION_RX = re.compile(r"v?(\d{1,6})(?:\.(\d{1,6}))?(?:\.(\d{1,6}))?")
 _ID_PREFIX_RX = re.compile(r"^([a-z]+)_(01)?(?=[A-Za-z0-9])")
 _MCP_SAFE_RX = re.compile(r"[^A-Za-z0-9_\-]")  # how Claude Code turns a server name into a tool-name part
@@ -80,7 +85,7 @@ _MCP_SAFE_RX = re.compile(r"[^A-Za-z0-9_\-]")  # how Claude Code turns a server 
 def kept_tool_name(keys: Keyring, name: str) -> str | None:
     """The name the trace stores for a tool: ``name`` when it is in ``TOOL_VOCAB``, the keyed form
     of an MCP tool, else None (the caller stores ``tool-<keyed hash>`` and counts it)."""
-    if name in TOOL_VOCAB:
+    if name in TOOL_VOCAB or _TOOL_PSEUDONYM_RX.fullmatch(name):
         return name
     if name.startswith("mcp__"):
         return mcp_parts(keys, name)
@@ -116,8 +121,11 @@ def mcp_parts(keys: Keyring, name: str) -> str:
     pseudonyms), the tool part kept when it is in ``MCP_TOOL_VOCAB``; the anonymizer's
     ``--pseudonymize-mcp`` writes the same."""
     server, sep, tool = name[len("mcp__"):].partition("__")
-    return "mcp__" + mcp_server(keys, server) + (sep + (tool if tool in MCP_TOOL_VOCAB else mcp_tool(keys, tool))
-                                                  if sep else "")
+    # a part already keyed (logs anonymized with --pseudonymize-mcp) is kept: their trace joins the raw one's
+    srv = server if _SRV_RX.fullmatch(server) else mcp_server(keys, server)
+    if not sep:
+        return "mcp__" + srv
+    return "mcp__" + srv + sep + (tool if tool in MCP_TOOL_VOCAB or _MCP_TOOL_RX.fullmatch(tool) else mcp_tool(keys, tool))
 
 
 def mcp_server(keys: Keyring, server: str) -> str:
