@@ -33,22 +33,46 @@ from .answer import BOUNDS, answer
 from .compare import compare
 
 
+def _run_prices(rows: list[dict]):
+    """The price table the first of ``rows`` was replayed with (the library's without runs)."""
+    from replay.model.costs import PriceTable
+
+    p = rows[0].get("prices") if rows else None
+    if not p:
+        return PriceTable()
+    return PriceTable(p["price_date"], p.get("overrides") or {}, p.get("override_file"))
+
+
+def _overrides_text(prices: dict) -> str:
+    """', overrides for 2 models from prices.toml': the file's name only (runs stored before the
+    name alone was kept hold its whole path, which says where the user keeps it)."""
+    if not prices.get("overrides") and not prices.get("override_file"):
+        return ""
+    n = len(prices.get("overrides") or {})
+    name = Path(prices["override_file"]).name if prices.get("override_file") else None
+    return f", overrides for {n} model{'s' if n != 1 else ''}" + (f" from {name}" if name else "")
+
+
 def _num(v, nd=0) -> str:
     return "-" if v is None or pd.isna(v) else f"{v:,.{nd}f}"
 
 
 def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
           max_risk: dict[str, float] | None = None, slice: dict | None = None,
-          min_per_session: float | None = None) -> dict[str, Any]:
+          min_per_session: float | None = None, prices=None) -> dict[str, Any]:
     """Write the report into ``out_dir``: everything is written into a temporary folder inside
     it and moved into place once complete (``index.html`` last), so a failed or interrupted run
-    leaves no partial report under the final names (and no new ``out_dir`` if it made one)."""
+    leaves no partial report under the final names (and no new ``out_dir`` if it made one).
+
+    ``prices`` (a PriceTable) prices the recorded usage of the fidelity check and the cache
+    breaks; None: the prices the report's runs were replayed with. A model without a price
+    raises PriceError."""
     created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".report-tmp-", dir=out_dir))
     try:
         res = _build(db, dataset, out_dir, stage, objective=objective, max_risk=max_risk, slice=slice,
-                     min_per_session=min_per_session)
+                     min_per_session=min_per_session, prices=prices)
         finals = [p.relative_to(stage) for p in stage.rglob("*") if p.is_file()]
         for rel in sorted(finals, key=lambda r: (r.name == "index.html", r.name == "report.md", str(r))):
             (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -65,7 +89,7 @@ def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
 
 def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str,
            max_risk: dict[str, float] | None, slice: dict | None = None,
-           min_per_session: float | None = None) -> dict[str, Any]:
+           min_per_session: float | None = None, prices=None) -> dict[str, Any]:
     """The report of ``dataset``, written into ``stage`` (it is moved to ``out_dir`` afterwards),
     over the runs of ``slice`` (None: the runs of the whole dataset; a run's slice is its
     ``cache_config["slice"]``)."""
@@ -88,10 +112,11 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         df = tables.runs(con, dataset)
         if not df.empty:
             df = df[df["run_id"].isin({r["run_id"] for r in rows})].reset_index(drop=True)
-        fid = validate(con, dataset, ReplayOptions())
+        prices = prices or _run_prices(rows)
+        fid = validate(con, dataset, ReplayOptions(prices=prices))
         tb = tables.tool_breakdown(con, dataset)
         ans = answer(con, rows, objective, max_risk, min_per_session=min_per_session)
-        brk = breaks_summary(con, dataset)
+        brk = breaks_summary(con, dataset, prices)
     finally:
         con.close()
     if not rows:
@@ -182,12 +207,12 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     md += ["", _img_md("tools", figures), ""]
     md += sections.breaks(brk, _img_md("breaks", figures))
     md += sections.risk(rows)
-    prices = json.loads(df["prices"].iloc[0]) if not df.empty else {}
+    run_prices = json.loads(df["prices"].iloc[0]) if not df.empty else {}
     md += ["## Reproducibility", "",
            f"- dataset `{dataset}`, key fingerprint `{ds_meta[0]}`, token counter {ds_meta[1]}",
            f"- ctxreplay {__version__}, git `{git_sha()}`, generated {gen}",
-           f"- prices: {prices.get('library', library_version())} at {prices.get('price_date', '?')}"
-           + (f", overrides from {prices['override_file']}" if prices.get("override_file") else ""),
+           f"- prices: {run_prices.get('library', library_version())} at {run_prices.get('price_date', '?')}"
+           + _overrides_text(run_prices),
            f"- cache model of the baseline: `{json.dumps(fid['cache_config'])}`",
            f"- intervals: paired percentile bootstrap over sessions, {iv.N_RESAMPLES:,} resamples, seed {iv.SEED}, "
            "95% (`analysis/intervals.py`)",

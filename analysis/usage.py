@@ -101,7 +101,9 @@ def _fetch(con, dataset: str, with_project: bool):
     """Every counted response of ``dataset`` with its session's agent (and project): a list of tuples."""
     project = "s.project" if with_project else "NULL"
     speed = "r.speed" if _has_column(con, "requests", "speed") else "NULL::VARCHAR"
-    # one row per message id: the original, not a resume's copy; then the fullest
+    # one row per response: the original, not a resume's copy; then the fullest. A copy repeats the
+    # original's lines verbatim (id, time, input counts), so two sessions that merely share message
+    # ids (a generator's, or planted) are two responses each, as `sessions` counts them
     sql = f"""
         SELECT r.session_key, s.agent, {project} AS project, r.ts, coalesce(r.model, '') AS model,
                coalesce(r.input_tokens, 0), coalesce(r.cache_write_5m, 0), coalesce(r.cache_write_1h, 0),
@@ -110,7 +112,9 @@ def _fetch(con, dataset: str, with_project: bool):
         FROM requests r JOIN sessions s USING (session_key)
         WHERE s.dataset = $ds
         QUALIFY row_number() OVER (
-            PARTITION BY coalesce(nullif(r.msg_key, ''), r.session_key || '/' || r.stream_id || '/' || r.req_idx)
+            PARTITION BY coalesce(nullif(r.msg_key, ''), r.session_key || '/' || r.stream_id || '/' || r.req_idx),
+                         r.ts, coalesce(r.input_tokens, 0), coalesce(r.cache_write_5m, 0),
+                         coalesce(r.cache_write_1h, 0), coalesce(r.cache_read, 0)
             ORDER BY coalesce(r.resumed_copy, false), coalesce(r.has_usage, false) DESC,
                      coalesce(r.output_tokens, 0) DESC, s.started_at NULLS LAST, r.session_key, r.stream_id,
                      r.req_idx) = 1
@@ -133,8 +137,17 @@ def _in_project(project: str | None, wanted: tuple[str, ...]) -> bool:
     return any(project == p or project.startswith(p.rstrip("/") + "/") for p in wanted)
 
 
-def _local(ts_ms: int, tz: tzinfo) -> datetime:
-    return datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).astimezone(tz)
+def _local(ts_ms: int, tz: tzinfo) -> datetime | None:
+    """The response's time in ``tz``; in UTC when the local date is past year 9999 (or before
+    year 1), which Python cannot represent; None when even UTC cannot (counted as no time)."""
+    try:
+        d = datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc)
+    except (OverflowError, ValueError, OSError):
+        return None
+    try:
+        return d.astimezone(tz)
+    except (OverflowError, ValueError):
+        return d
 
 
 def _time_key(d: datetime | None, by: str) -> str:

@@ -52,6 +52,11 @@ def fail(msg: str, code: int = 1, *, console: Console | None = None) -> None:
     sys.exit(code)
 
 
+def warn(msg: str) -> None:
+    """Print `warning: MSG` on stderr (MSG is plain text); the command goes on."""
+    err.print(f"[yellow]warning:[/] {esc(msg)}", soft_wrap=True)
+
+
 def os_error_message(e: OSError) -> str:
     """One line for a disk-full, permission or other OS error, naming the file and what to do."""
     name = e.filename if e.filename is not None else ""
@@ -80,7 +85,8 @@ damaged database, an unknown dataset, a policy parameter out of range, `ingest` 
 file, `check` on a damaged file); 2 a usage error reported by the option parser
 (`Error: ...` after a usage line: an unknown option or command, a missing argument, a value
 outside the listed choices, a path given to an option that must exist but does not); 130
-interrupted (Ctrl-C).
+interrupted (Ctrl-C); 143 or 129 stopped by SIGTERM or SIGHUP (one `terminated (SIGTERM)` line;
+`ingest --jobs` stops its workers too).
 
 `--json` (`-j`) prints strict JSON on stdout (no NaN or infinity: missing values are null).
 `--format plain|markdown|csv` (the commands that print tables) prints the tables alone on stdout
@@ -97,11 +103,14 @@ class CleanGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            with stop_signals():
+                return super().invoke(ctx)
         except OSError as e:
             if e.errno == errno.EPIPE:
                 raise
             fail(os_error_message(e))
+        except Terminated as e:
+            terminated(e.signum)
         except (KeyboardInterrupt, click.exceptions.Abort):
             interrupted()
         except Exception as e:
@@ -121,6 +130,52 @@ def interrupted() -> None:
     """Ctrl-C: one line on stderr, exit 130."""
     err.print("interrupted", soft_wrap=True)
     sys.exit(130)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where Python runs next: a KeyboardInterrupt, so that every
+    clean-up written for Ctrl-C (rolled-back batches, stopped worker processes, temporary
+    files) runs for them too, instead of the process vanishing with its workers still running."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+@contextmanager
+def stop_signals():
+    """Within the block, SIGTERM and SIGHUP raise `Terminated` (main thread only; restored after)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(signum, frame):
+        raise Terminated(signum)
+
+    saved = {}
+    try:
+        for name in STOP_SIGNALS:
+            sig = getattr(signal, name, None)
+            if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:  # an ignored SIGHUP (nohup) stays ignored
+                saved[sig] = signal.signal(sig, raise_terminated)
+        yield
+    finally:
+        for sig, old in saved.items():
+            signal.signal(sig, old)
+
+
+def terminated(signum: int) -> None:
+    """SIGTERM/SIGHUP: one line on stderr, exit 128 + the signal number (as the shell reports a kill)."""
+    import signal
+
+    err.print(f"terminated ({signal.Signals(signum).name})", soft_wrap=True)
+    sys.exit(128 + signum)
 
 
 # --- options --------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from replay.cli.common import (
     DB_OPTION, QUIET_OPTION, byte_progress, clean, dataset_option, echo_json, esc, fail_on, fmt_ts, format_option,
-    json_option, key_file_option, open_db, out, out_dir_option, pick_dataset, print_table
+    json_option, key_file_option, open_db, out, out_dir_option, pick_dataset, print_table, warn
 )
 from replay.cli.usage import filter_options
 
@@ -34,7 +34,10 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
     new version, and so is every file after an upgrade that changed what ctxreplay reads from
     logs (the stored hash covers the reader's revision). Bad lines and unreadable files are
     reported and counted, never fatal; FIFOs, devices and sockets are skipped by name, never
-    opened. Exits 1 when no given
+    opened; gzip logs (x.jsonl.gz) are read, other compressed logs and archives (.zip, .bz2,
+    .xz, .zst) and folders that cannot be listed are named as failed, not read. A file that now holds a different session keeps the one stored
+    from it. A --db that is not a DuckDB file (a log, CSV or Parquet file) is refused before
+    anything is read. Exits 1 when no given
     file could be used. A --key-file (or $CTXREPLAY_KEY_FILE) must exist: only the default
     key is created on first use. --jobs N reads files in N processes; the result is the same.
     """
@@ -43,7 +46,7 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
     from replay.store.load import ingest as run_ingest
 
     with fail_on(ValueError, OSError):
-        master = open_master_key(key_file)
+        master = open_master_key(key_file, warn=warn)
     # refreshed per file rather than by a thread: with no other thread running, --jobs workers
     # are forked (they start with every module imported), which is what makes --jobs 2 pay
     progress = byte_progress("ingest", disable=quiet or as_json, auto_refresh=False)
@@ -78,10 +81,11 @@ def print_ingest_summary(summary, db: Path, dataset: str) -> None:
     if rep.skipped:
         out.print("lines skipped: " + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.skipped.items())))
     if rep.repaired:
-        out.print("lines repaired (invalid UTF-8 replaced by U+FFFD): "
+        out.print("lines repaired and kept (invalid UTF-8 replaced by U+FFFD, a response without an id keyed "
+                  "by its request id or first line): "
                   + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.repaired.items())))
     if rep.pseudonymized:
-        out.print("values pseudonymized (outside their grammar): "
+        out.print("values pseudonymized (outside their grammar or vocabulary): "
                   + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.pseudonymized.items())))
     if rep.skipped or rep.repaired or rep.pseudonymized:
         for m in rep.messages:
@@ -94,6 +98,11 @@ def print_ingest_summary(summary, db: Path, dataset: str) -> None:
         out.print(f"{len(s.duplicate_sessions)} copies of a session stored once (the longest copy is kept):")
         for f, kept in s.duplicate_sessions:
             out.print(f"  [yellow]{esc(f)}[/] copy of {esc(kept)}")
+    if s.kept_sessions:
+        out.print(f"{len(s.kept_sessions)} files now hold a different session than before; the session each "
+                  "held is kept and the new one added:")
+        for f in s.kept_sessions:
+            out.print(f"  [yellow]{esc(f)}[/]")
     if s.report.non_context:
         total = sum(s.report.non_context.values())
         out.print(f"non-context lines (progress, snapshots, UI): {total}")

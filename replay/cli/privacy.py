@@ -13,7 +13,7 @@ from rich.console import Console
 
 from replay.cli.common import (
     CONTEXT_SETTINGS, QUIET_OPTION, byte_progress, clean, dataset_option, echo_json, esc, fail, fail_on, json_option,
-    key_file_option
+    key_file_option, warn
 )
 
 # Unlike the other commands' consoles, these wrap long lines at the terminal width.
@@ -86,7 +86,7 @@ def anonymize(src: Path, dst: Path, key_file: Path | None, dataset: str, drop_to
     if dst.exists() and any(dst.iterdir()) and not force:
         _fail(f"{dst} already holds files; use --force to write into it anyway")
     with fail_on(ValueError, OSError, console=err):
-        keys = Keyring.for_dataset(open_master_key(key_file), dataset)
+        keys = Keyring.for_dataset(open_master_key(key_file, warn=warn), dataset)
     progress = byte_progress("anonymize", disable=quiet or as_json, console=err)
     with progress, fail_on(ValueError, OSError, console=err):
         task = progress.add_task("", total=None)

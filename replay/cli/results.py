@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
@@ -10,9 +11,10 @@ from rich.table import Table
 
 from replay.cli.common import (
     DB_OPTION, cache_options, dataset_option, echo_json, err, esc, fail, fail_on, format_option, json_option,
-    make_options, max_risk_option, objective_option, open_db, out, out_dir_option, pick_dataset, print_table,
-    slice_options
+    make_options, max_risk_option, objective_option, open_db, os_error_message, out, out_dir_option, pick_dataset,
+    print_table, slice_options
 )
+from replay.cli.usage import filter_options
 
 
 SORTS = ("started", "cost", "saved", "context", "delivered", "policy", "run")
@@ -318,10 +320,10 @@ def _print_variants(rows: list[dict]) -> None:
 @click.option("--min-saving", "min_saving", type=click.FloatRange(min=0), default=None, metavar="AMOUNT",
               help="The saving per replayed session worth acting on, in the objective's units "
               "[default: 0.01 ($) for cost, 1000 (context tokens) for tokens].")
-@slice_options
+@filter_options
 @json_option("Print strict JSON: {out, runs, figures, recommendation, answer}.")
 def report(db, dataset, out_dir, objective, max_risk, min_saving, since, until, projects, models, agents, tz_name,
-           key_file, as_json):
+           key_file, prices_file, price_date, as_json):
     """Write the policy report, led by the answer: the recommendation (or "no policy beats the
     baseline on these logs") with its saving in percent and dollars, its 95% interval and the
     runner-up's differing setting; then each configuration's saving under both cache-model
@@ -341,9 +343,15 @@ def report(db, dataset, out_dir, objective, max_risk, min_saving, since, until, 
     counters: dangling_refs, stale_refs, trimmed_reread and every policy counter named
     *_risk or *_refs, such as unseen_write_risk; each limited to 0 unless --max-risk says
     otherwise); a saving is acted on only when it is distinguishable and at least
-    --min-saving per session, else the answer is "no policy saves enough to act on"."""
+    --min-saving per session, else the answer is "no policy saves enough to act on".
+
+    The fidelity check and the cache breaks price the recorded usage with the prices the
+    report's runs were replayed with, or with --prices/--price-date when given (a model
+    without a price in either is one `error:` line naming it)."""
     from analysis.report import build
     from analysis.rules import parse_limits
+    from replay.cli.usage import price_table
+    from replay.model.costs import PriceError
 
     with fail_on(ValueError):
         limits = parse_limits(max_risk) if max_risk else None
@@ -351,8 +359,10 @@ def report(db, dataset, out_dir, objective, max_risk, min_saving, since, until, 
     dataset = pick_dataset(con, dataset, db)
     slc, _ = _wanted_slice(con, dataset, (since, until, projects, models, agents, tz_name, key_file))
     con.close()
-    with fail_on(ValueError, OSError):
-        res = build(db, dataset, out_dir, objective=objective, max_risk=limits, slice=slc, min_per_session=min_saving)
+    prices = price_table(prices_file, price_date) if prices_file or price_date else None
+    with fail_on(ValueError, OSError, PriceError):
+        res = build(db, dataset, out_dir, objective=objective, max_risk=limits, slice=slc, min_per_session=min_saving,
+                    prices=prices)
     if as_json:
         from analysis.compare import strict
 
@@ -405,10 +415,19 @@ def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, pri
     dataset = pick_dataset(con, dataset, db)
     with fail_on(PriceError):
         report = run_validate(con, dataset, opts)
-    plot_path = plot_path or db.with_name(f"validate-{dataset}.png")
-    plot_worst(report, plot_path, worst)
+    given = plot_path is not None
+    # a dataset name may hold any character (`a/b`): the default file name keeps a safe form of it
+    plot_path = plot_path or db.with_name("validate-" + re.sub(r"[^A-Za-z0-9._-]", "_", dataset) + ".png")
+    try:
+        plot_worst(report, plot_path, worst)
+    except OSError as e:
+        if given:
+            raise
+        # the plot beside the database is an extra: a read-only folder must not cost the check itself
+        err.print(f"[yellow]warning:[/] {esc(os_error_message(e))}; no plot written (choose a path with --plot)")
+        plot_path = None
     pub = public(report)
-    pub["plot"] = str(plot_path)
+    pub["plot"] = str(plot_path) if plot_path else None
     if as_json:
         echo_json(pub)
         return
@@ -466,7 +485,8 @@ def _print_validation(pub: dict, plot_path: Path) -> None:
     _print_table(f)
     _print_skill(pub)
     out.print(f"  recorded cost ${o['recorded']['cost']:,.2f}, simulated ${o['simulated']['cost']:,.2f}; "
-              f"{o['requests_with_residual']} of {o['requests']} requests carry a residual; plot: {esc(plot_path)}")
+              f"{o['requests_with_residual']} of {o['requests']} requests carry a residual"
+              + (f"; plot: {esc(plot_path)}" if plot_path else ""))
 
 
 def _print_skill(pub: dict) -> None:

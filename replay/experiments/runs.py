@@ -214,7 +214,14 @@ def slice_session_keys(con, dataset: str, slice: dict[str, Any]) -> list[str]:
         if since or until:
             if ts is None or ts < 0:
                 continue
-            day = datetime.fromtimestamp(ts / 1000, tz=timezone.utc).astimezone(tz).date()
+            try:
+                utc = datetime.fromtimestamp(ts / 1000, tz=timezone.utc)
+            except (OverflowError, ValueError, OSError):
+                continue  # no date: outside every date range
+            try:
+                day = utc.astimezone(tz).date()
+            except (OverflowError, ValueError):  # a local date past year 9999: its UTC date
+                day = utc.date()
             if (since and day < since) or (until and day > until):
                 continue
         keys.add(key)

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from replay.ingest import checks
 from replay.ingest.blocktext import canonical_json, tool_use_text
+from replay.ingest.identifiers import kept_tool_name, kept_version
 from replay.ingest.keys import Keyring
 from replay.ingest.readlines import LineHasher, is_preview, numbered_lines
 from replay.ingest.readers.report import ReadReport
@@ -110,6 +111,8 @@ class TraceBuilder:
     # --- values kept as written ----------------------------------------------------------------
     def kept(self, field: str, value: str) -> str:
         """``value`` when it matches ``field``'s grammar, else its keyed pseudonym (counted once per file)."""
+        if field == "agent_version":  # major.minor.patch only: a pre-release or build suffix can name anything
+            value = kept_version(value) or value
         key = (field, value if len(value) <= 256 else "\0" + self.keys.short(field, value, 16))
         out = self.clean.get(key)
         if out is None:
@@ -119,6 +122,19 @@ class TraceBuilder:
                 out = f"{_PSEUDONYM_PREFIX[field]}-{self.keys.short(field, value, 8)}"
                 self.report.pseudonymize(field, self.path, out)
             self.clean[key] = out
+        return out
+
+    def tool_name(self, name: str) -> str:
+        """An agent's own tool as written, an MCP tool keyed per part, any other tool (whose name
+        can say whose it is) as its keyed pseudonym, counted once per file."""
+        kept = kept_tool_name(self.keys, name)
+        if kept is not None:
+            return kept
+        key = ("tool_name", name if len(name) <= 256 else "\0" + self.keys.short("tool_name", name, 16))
+        out = self.clean.get(key)
+        if out is None:
+            out = self.clean[key] = f"{_PSEUDONYM_PREFIX['tool_name']}-{self.keys.short('tool_name', name, 8)}"
+            self.report.pseudonymize("tool_name", self.path, out)
         return out
 
     def new_stream(self, kind: str = "main", agent_id: str | None = None, idle_req_idx: int | None = None) -> Stream:
@@ -140,7 +156,7 @@ class TraceBuilder:
         overrides its length); ``tokens`` overrides the BPE count of ``text``.
         """
         if tool_name is not None:
-            tool_name = self.kept("tool_name", tool_name) if tool_name else tool_name
+            tool_name = self.tool_name(tool_name) if tool_name else tool_name
         if content is None:
             chash, nbytes = self.keys.text_hash_size(text)
         else:

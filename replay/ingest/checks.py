@@ -33,8 +33,9 @@ GRAMMARS: dict[str, re.Pattern[str]] = {
     "model": re.compile(_NAME),
     # Read, mcp__github__get_issue, container.exec, read_file, github-mcp-server/get_issue
     "tool_name": re.compile(r"[A-Za-z0-9_.:/-]{1,128}"),
-    # 2.1.50, 0.140.0, 1.0.0-beta.3, 0.1.0+build.5 (several joined by commas in sessions)
-    "agent_version": re.compile(r"v?\d{1,6}(?:\.\d{1,6}){0,3}(?:[-+][0-9A-Za-z][0-9A-Za-z.-]{0,39})?"),
+    # 2.1.50, 0.140.0: major.minor.patch only (the builder cuts 1.0.0-beta.3 to 1.0.0 first;
+    # identifiers.kept_version), several joined by commas in sessions
+    "agent_version": re.compile(r"\d{1,6}(?:\.\d{1,6}){0,2}"),
 }
 # Vocabularies: the only values kept for enum-like fields.
 VOCABULARIES: dict[str, frozenset[str]] = {
@@ -45,6 +46,8 @@ _PATHLIKE = re.compile(
     r"|^[/~.]|//|\.\.|\\|[A-Za-z]:/",
     re.I,
 )
+# a model's "@" suffix is a date (claude-opus-4@20250514, as Vertex names them), never a word: claude@alice
+_AT_SUFFIX = re.compile(r"@(?!\d{6,8}$)")
 _EMAIL = re.compile(r"@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 # a run of 16+ letters and digits holding both: API keys, tokens, hashes (AKIA..., ghp_..., sk-...)
 _SECRETISH = re.compile(r"(?=[A-Za-z0-9]{16})(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{16,}")
@@ -103,6 +106,8 @@ def acceptable(field: str, value: str) -> bool:
         return value in vocab
     grammar = GRAMMARS[field]
     if not grammar.fullmatch(value):
+        return False
+    if field == "model" and _AT_SUFFIX.search(value):
         return False
     if field == "agent_version":
         return True

@@ -17,8 +17,11 @@ import os
 import posixpath
 import secrets
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from replay.ingest.identifiers import split_extension
 
 KEY_ENV = "CTXREPLAY_KEY_FILE"
 
@@ -42,17 +45,43 @@ def _config_key_path() -> Path:
     return Path(base) / "ctxreplay" / "key"
 
 
-def open_master_key(key_file: Path | None = None) -> bytes:
+def open_master_key(key_file: Path | None = None, warn: Callable[[str], None] | None = None) -> bytes:
     """The master key for a command: from ``key_file`` (``--key-file``), else ``$CTXREPLAY_KEY_FILE``,
     else the default path. Only the default path is created on first use: a key file that is
     named but missing is an error, since a new key would silently stop later outputs from
-    joining earlier ones.
+    joining earlier ones. ``warn`` is called with each of `key_warnings`.
     """
     if key_file is not None:
-        return load_or_create_master_key(Path(key_file).expanduser(), create=False, named_by="--key-file")
-    if os.environ.get(KEY_ENV):
-        return load_or_create_master_key(default_key_path(), create=False, named_by=f"${KEY_ENV}")
-    return load_or_create_master_key(_config_key_path(), create=True)
+        path, key = Path(key_file).expanduser(), None
+        key = load_or_create_master_key(path, create=False, named_by="--key-file")
+    elif os.environ.get(KEY_ENV):
+        path = default_key_path()
+        key = load_or_create_master_key(path, create=False, named_by=f"${KEY_ENV}")
+    else:
+        path = _config_key_path()
+        key = load_or_create_master_key(path, create=True)
+    if warn is not None:
+        for message in key_warnings(path, key):
+            warn(message)
+    return key
+
+
+def key_warnings(path: Path, key: bytes) -> list[str]:
+    """What makes a usable key file weak: one repeated byte (all zeros: anyone can recompute
+    every pseudonym and confirm guessed contents), or a file other users may read."""
+    out = []
+    if len(set(key)) == 1:
+        out.append(f"key file {path} holds one byte value repeated ({key[:1].hex()}): anyone can recompute its "
+                   "pseudonyms; create a random key (delete the file to have one made) before sharing outputs")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return out
+    if mode & 0o044:
+        who = "every user" if mode & 0o004 else "its group"
+        out.append(f"key file {path} can be read by {who} (mode {stat.S_IMODE(mode):o}); "
+                   f"restrict it with chmod 600 {path}")
+    return out
 
 
 _KINDS = {stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
@@ -158,8 +187,10 @@ class Keyring:
         """Pseudonymize a path per component: same path -> same pseudonym, a/b stays under a.
 
         Relative paths are resolved against ``cwd`` first so the same file read by absolute
-        and relative path gets one pseudonym. File extensions are kept: they carry no identity
-        and make per-language breakdowns possible.
+        and relative path gets one pseudonym. A component is pseudonymized whole; only an
+        extension of the known-extension vocabulary is kept, lower-cased, for per-language
+        breakdowns (`replay.ingest.identifiers.split_extension`): the tail of a dotted user or
+        host name is no extension.
         """
         if not path:
             return ""
@@ -172,9 +203,5 @@ class Keyring:
         for comp in p.strip("/").split("/"):
             if comp in ("", "."):
                 continue
-            stem, dot, ext = comp.rpartition(".")
-            if dot and stem and 0 < len(ext) <= 6 and ext.isalnum() and not ext.isdigit():  # an IP octet is no extension
-                parts.append(self.short("path", comp, 10) + "." + ext.lower())
-            else:
-                parts.append(self.short("path", comp, 10))
+            parts.append(self.short("path", comp, 10) + split_extension(comp)[1].lower())
         return lead + "/".join(parts)

@@ -82,8 +82,12 @@ CLIENT_EVENTS = ("resume", "skill")
 # 3: Claude Code skill loads (client event "skill"). 4: keyed hashes of the numbered lines of
 # read results and client previews of large results (``read_lines``); several JSON objects on
 # one line are all read. 5: Claude Code Task subagents carried by ``progress`` records
-# (``agent_progress``) become subagent streams.
-TRACE_REVISION = 5
+# (``agent_progress``) become subagent streams. 6: Claude Code responses without ``message.id``
+# are requests (keyed by their request id or first line) instead of being dropped, and a
+# UTF-8 byte order mark no longer costs a file its first line; identifiers keep less
+# (`replay.ingest.identifiers`): a path component keeps only a known extension, a version
+# its major.minor.patch, an MCP tool name becomes mcp__srv_<hash>__tool_<hash>.
+TRACE_REVISION = 6
 
 SESSION_COLUMNS = (
     "session_key", "dataset", "file_key", "agent", "session_id", "agent_version",

@@ -167,6 +167,11 @@ def library_version() -> str:
 _RESOLVED: dict[tuple, Rates] = {}
 
 
+def _sorted(v: Any) -> Any:
+    """``v`` with its tables' keys sorted (two files listing the same rates in another order are one setting)."""
+    return {k: _sorted(v[k]) for k in sorted(v)} if isinstance(v, dict) else v
+
+
 class PriceTable:
     """Rates per model, resolved once and cached; overrides win over the library."""
 
@@ -198,11 +203,16 @@ class PriceTable:
                 if not isinstance(fast, dict) or set(fast) - set(RATE_FIELDS) or set(RATE_FIELDS) - set(fast):
                     raise PriceError(f"{path}: models.{name}.fast: a table with exactly "
                                      f"{', '.join(RATE_FIELDS)} ($ per million tokens at fast-mode rates)")
-        return cls(data.get("price_date", price_date), models, str(path))
+        return cls(data.get("price_date", price_date), models, Path(path).name)
 
     def describe(self) -> dict[str, Any]:
-        return {"price_date": self.price_date, "library": library_version(), "override_file": self.override_file,
-                "overrides": self.overrides}
+        """The price setting as stored with a run, and compared as text between runs (a run is
+        measured against the baseline of the same setting): the file's content (its date and
+        overrides, keys sorted) and its name, never its folder, so the same file given by a
+        relative and an absolute path is one setting and no report or export shows where it is."""
+        return {"price_date": self.price_date, "library": library_version(),
+                "override_file": Path(self.override_file).name if self.override_file else None,
+                "overrides": _sorted(self.overrides)}
 
     def rates(self, model: str) -> Rates:
         r = self._cache.get(model)

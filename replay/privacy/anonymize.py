@@ -55,8 +55,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from replay.ingest.keys import Keyring, load_or_create_master_key
+from replay.ingest.readers.source import compressed_log, compressed_reason, walk_files
 from replay.privacy.files import (
-    PARTIAL_SUFFIX, FileRun, Writer, chunks, first_byte, read_array, read_chat, read_jsonl,
+    PARTIAL_SUFFIX, FileRun, Writer, chunks, first_byte, open_log, read_array, read_chat, read_jsonl,
 )
 from replay.privacy.pseudonyms import UUID_RX, Pseudonyms
 from replay.privacy.records import Anonymizer
@@ -150,22 +151,24 @@ def _is_regular(p: Path) -> bool:
         return False
 
 
-def _input_files(src: Path) -> tuple[Path, list[Path], list[Path]]:
-    """The root the output layout is relative to, the regular files to consider under it, and
-    the non-regular entries (FIFOs, sockets, devices: named, never opened)."""
+def _input_files(src: Path) -> tuple[Path, list[Path], list[Path], list[tuple[str, str]]]:
+    """The root the output layout is relative to, the regular files to consider under it, the
+    non-regular entries (FIFOs, sockets, devices: named, never opened) and the folders that
+    could not be listed (with why)."""
     if src.is_file() and _is_regular(src):
         files = [src]
         subdir = src.parent / src.stem / "subagents"  # a session file brings its subagent files
         if subdir.is_dir():
             files += sorted(p for p in subdir.glob("agent-*.jsonl") if _is_regular(p))
-        return src.parent, files, []
+        return src.parent, files, [], []
     if src.is_dir():
         regular, other = [], []
-        for p in sorted(src.rglob("*")):
+        entries, unreadable = walk_files(src)
+        for p in entries:
             if p.is_dir():
                 continue
             (regular if _is_regular(p) else other).append(p)
-        return src, regular, other
+        return src, regular, other, unreadable
     if src.exists():
         raise ValueError(f"{src}: not a regular file or a folder (a FIFO or device is never read)")
     raise FileNotFoundError(errno.ENOENT, "no such file or directory", str(src))
@@ -212,7 +215,7 @@ def _anonymize_file(anon: Anonymizer, p: Path, root: Path, dst: Path, summary: A
                 else:  # a Gemini CLI chat file is one JSON object, whatever its suffix
                     done_whole = first == b"{" and read_chat(run, p)
                 if not done_whole:
-                    with open(p, "rb") as f:
+                    with open_log(p) as f:
                         read_jsonl(run, f)
             finally:
                 anon.texts.end_file()
@@ -281,11 +284,15 @@ def anonymize_tree(
     src, dst = Path(src), Path(dst)
     keys = _keyring(key, dataset)
     summary = AnonymizeSummary()
-    root, files, special = _input_files(src)
+    root, files, special, unlisted = _input_files(src)
     summary.skipped_files += [str(p.relative_to(root)) for p in special]
+    # their logs get no copy: named, and the run is incomplete
+    summary.failed += [(str(Path(d).relative_to(root)), why) for d, why in unlisted]
     logs = []
     for p in files:
-        if _is_log(p) and not p.name.endswith(PARTIAL_SUFFIX):
+        if compressed_log(p):
+            summary.failed.append((str(p.relative_to(root)), compressed_reason(p)))
+        elif _is_log(p) and not p.name.endswith(PARTIAL_SUFFIX):
             logs.append(p)
         else:
             summary.skipped_files.append(str(p.relative_to(root)))

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 
+from replay.ingest.readers.source import BOM
 from replay.privacy.gemini_chat import ChatWalker, is_chat
 
 if TYPE_CHECKING:
@@ -95,10 +96,25 @@ def chunks(p: Path) -> Iterator[bytes]:
             yield chunk
 
 
+def open_log(p: Path) -> BinaryIO:
+    """A log opened for reading past a UTF-8 byte order mark (an editor's: JSON parsers refuse
+    it, which would cost the first line); the copy is written without it."""
+    f = open(p, "rb")
+    if f.read(len(BOM)) != BOM:
+        f.seek(0)
+    return f
+
+
+def read_log(p: Path) -> bytes:
+    """The whole log, without a byte order mark."""
+    data = p.read_bytes()
+    return data[len(BOM):] if data.startswith(BOM) else data
+
+
 def first_byte(p: Path) -> tuple[bytes, bool]:
     """The first non-blank byte of the file (b"" for a blank file) and whether a NUL byte is
     in its first 8 KB (a binary file)."""
-    with open(p, "rb") as f:
+    with open_log(p) as f:
         head = f.read(8192)
         nul = b"\x00" in head
         while head and not head.strip():
@@ -241,15 +257,20 @@ def read_jsonl(run: FileRun, f: BinaryIO) -> None:
 def read_array(run: FileRun, p: Path) -> bool:
     """A Stop-hook dump (one JSON array); False when it is not one (then it is read as JSONL:
     a JSONL file whose first line is an array)."""
-    data = p.read_bytes()
+    data = read_log(p)
     try:
         arr, repaired = loads_repairing(data)
     except orjson.JSONDecodeError:
-        return False
+        # one element nested deeper than the parser allows, or broken: the array is read element by
+        # element (as ingest reads it), so its good records are kept and the bad one alone dropped
+        del data
+        arr, repaired = _array_elements(run, p)
+        if arr is None:
+            return False
     if not isinstance(arr, list):
         return False
     run.s.invalid_utf8 += repaired
-    del data
+    data = None
     for rec in arr:
         if isinstance(rec, dict):
             try:
@@ -270,12 +291,28 @@ def read_array(run: FileRun, p: Path) -> bool:
     return True
 
 
+def _array_elements(run: FileRun, p: Path) -> tuple[list | None, int]:
+    """The records of a JSON array read element by element (None if the file is not an array),
+    each element that cannot be read dropped with its reason, and the lines repaired."""
+    from replay.ingest.readers.base import ReadReport, Records
+
+    report = ReadReport()
+    records = Records(p, report)
+    if records.kind != "array":
+        return None, 0
+    arr = [rec for _, rec in records]
+    for reason, n in report.skipped.items():  # an element too deep to parse is "invalid_json" here
+        for _ in range(n):
+            run.drop(reason)
+    return arr, sum(report.repaired.values())
+
+
 def read_chat(run: FileRun, p: Path) -> bool:
     """A Gemini CLI chat file (one JSON object with a ``messages`` array, whatever the file's
     name ends with), written back as one object: pretty-printed when the input was, else on
     one line. False when the file is not one (then it is read as JSONL). Its records are its
     messages; a chat with no message counts as one record (its header is still copied)."""
-    with open(p, "rb") as f:
+    with open_log(p) as f:
         line = f.readline()
     if line.strip() == b"{":  # pretty-printed: the object opens on a line of its own
         compact = False
@@ -289,7 +326,7 @@ def read_chat(run: FileRun, p: Path) -> bool:
         compact = True
         del head
     del line
-    data = p.read_bytes()
+    data = read_log(p)
     try:
         doc, repaired = loads_repairing(data)
     except orjson.JSONDecodeError:

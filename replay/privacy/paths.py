@@ -10,11 +10,11 @@ Both keep equality and containment of paths: same component, same pseudonym.
 
 from __future__ import annotations
 
-import posixpath
 import random
 import re
 from typing import TYPE_CHECKING
 
+from replay.ingest.identifiers import split_extension
 from replay.ingest.keys import Keyring
 from replay.ingest.tokens import count_many
 from replay.privacy.fillers import Fillers
@@ -27,22 +27,6 @@ if TYPE_CHECKING:
 PATH_STYLES = ("pseudonym", "words")
 _SEP_RX = re.compile(r"([/\\])")
 _RUN_RX = re.compile(r"[^\W\d_]+|\d+|[\W_]+")  # letter runs, digit runs, punctuation runs
-
-
-def _split_ext(comp: str) -> tuple[str, str]:
-    """(stem, extension with its dot); the extension is kept as it is, so it must look like one:
-    1-6 ASCII letters and digits with at least one letter. A digits-only "extension" is data,
-    not a file type: the last octet of an IP address (``10.0.0.40``), a version (``1.2.3``)."""
-    stem, dot, ext = comp.rpartition(".")
-    if not (dot and stem and 0 < len(ext) <= 6 and ext.isascii() and ext.isalnum() and not ext.isdigit()):
-        return comp, ""
-    return stem, "." + ext
-
-
-def _digit_ext(comp: str) -> bool:
-    """Would ``Keyring.path`` keep this component's digits-only suffix as an extension?"""
-    stem, dot, ext = comp.rpartition(".")
-    return bool(dot and stem and 0 < len(ext) <= 6 and ext.isdigit())
 
 
 def _run_contexts(runs: list[str]) -> list[tuple[str, ...] | None]:
@@ -108,18 +92,8 @@ class PathNamer:
         return got
 
     def keyed_path(self, v: str, cwd: str | None = None) -> str:
-        """``Keyring.path``, except that a digits-only suffix is not kept as an extension (an
-        IP address ``10.0.0.40`` would keep its last octet): such a component is pseudonymized
-        whole. Paths without one are exactly ``Keyring.path``'s."""
-        if not any(_digit_ext(c) for c in _SEP_RX.split(v)[::2]):
-            return self.keys.path(v, cwd)
-        p = v.replace("\\", "/")
-        if not p.startswith(("/", "~")) and cwd:
-            p = posixpath.join(cwd.replace("\\", "/"), p)
-        p = posixpath.normpath(p)
-        parts = [self.keys.short("path", c, 10) if _digit_ext(c) else self.keys.path(c)
-                 for c in p.strip("/").split("/") if c not in ("", ".")]
-        return ("/" if p.startswith("/") else "") + "/".join(parts)
+        """``Keyring.path``: the trace's pseudonym of the path."""
+        return self.keys.path(v, cwd)
 
     def comp_words(self, comp: str) -> str:
         """Token-preserving keyed pseudonym of one path component (``path_style="words"``).
@@ -135,7 +109,7 @@ class PathNamer:
         got = self.comp_cache.get(comp)
         if got is not None:
             return got
-        stem, ext = _split_ext(comp)
+        stem, ext = split_extension(comp)
         target = tuple(count_many(["/" + comp, comp]))
         rng = random.Random(int.from_bytes(self.prf(b"pathword", comp.encode("utf-8", "surrogatepass"), 16), "big"))
         runs = [m.group(0) for m in _RUN_RX.finditer(stem)] if len(stem) <= 255 else []

@@ -13,6 +13,7 @@ import re
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from replay.ingest.identifiers import id_prefix
 from replay.ingest.keys import Keyring
 from replay.privacy.scrub import scrub
 
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 
 UUID_RX = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 ISO_RX = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:?\d\d)?$")
-_ID_PREFIX_RX = re.compile(r"^([a-z]+(?:_[a-z]+)*_(?:01)?)(?=[A-Za-z0-9])")
 
 # Byte -> character tables: a keyed byte stream becomes characters of one class.
 _OPAQUE_TABLE = bytes(b"0123456789ABCDEF+/"[i % 18] for i in range(256))
@@ -94,10 +94,9 @@ class Pseudonyms:
             return got
         self.s.ids_replaced += 1
         is_uuid = bool(UUID_RX.match(v))
-        prefix = ""
-        m = _ID_PREFIX_RX.match(v)
-        if m and not is_uuid:
-            prefix = m.group(1)  # a type prefix (toolu_01, msg_01, req_) says what the id is: kept
+        # a known type prefix (toolu_01, msg_01, req_) says what the id is: kept; any other text is not
+        # (an id made of words, "alice_notes_3", would otherwise keep "alice_notes_")
+        prefix = "" if is_uuid else id_prefix(v)
         body = v[len(prefix):]
         out = v
         # re-drawn while it equals the input or spells a sensitive term

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from replay.ingest.blocktext import canonical_json, tool_result_parts, tool_use_text
+from replay.ingest import identifiers
 from replay.ingest.keys import Keyring
 from replay.privacy.fillers import Fillers
 from replay.privacy.paths import PathNamer
@@ -44,7 +45,6 @@ def _tool_use_block_text(part: dict) -> str:
     return tool_use_text(str(part.get("name") or ""), part.get("input"))
 
 
-_MCP_SAFE_RX = re.compile(r"[^A-Za-z0-9_\-]")  # how Claude Code turns a server name into a tool-name part
 _SERVER_NAME_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-:.]{0,63}$")
 _HOOK_SOURCES = frozenset({"startup", "clear", "compact", "resume", "auto", "manual"})
 _TOOL_HOOKS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
@@ -108,6 +108,9 @@ class Anonymizer:
         """``v`` kept verbatim (a vocabulary word, or admitted by its key's strict grammar and
         spelling no sensitive term), or None: it must be anonymized."""
         if not enum_ok(key, v):
+            if key == "version":  # major.minor.patch of a version with any other suffix, as the trace keeps it
+                cut = identifiers.kept_version(v)
+                return self.pseudo.keep(cut) if cut and cut != v else None
             return None
         if key in OPEN_ENUM_KEYS and v not in ENUM_VOCAB.get(key, ()) and self.spells_term(v):
             return None
@@ -128,10 +131,17 @@ class Anonymizer:
 
     def mcp_server(self, server: str) -> str:
         """Keyed pseudonym of an MCP server name, equal in ``serverName`` and in ``mcp__<server>__<tool>``."""
-        return self.pseudonym("mcp-server", _MCP_SAFE_RX.sub("_", server), "srv_", 8)
+        return self._named(("mcp-server", server), lambda: identifiers.mcp_server(self.keys, server))
 
     def mcp_tool(self, tool: str) -> str:
-        return self.pseudonym("mcp-tool", tool, "tool_", 8)
+        return self._named(("mcp-tool", tool), lambda: identifiers.mcp_tool(self.keys, tool))
+
+    def _named(self, key: tuple[str, str], make) -> str:
+        got = self.name_cache.get(key)
+        if got is None:
+            self.s.names_replaced += 1
+            got = self.name_cache[key] = make()
+        return got
 
     def tool_name(self, name: str) -> str:
         """Claude Code's tools are kept; any other tool name only when it matches the tool-name
@@ -144,8 +154,7 @@ class Anonymizer:
         if not TOOL_NAME_RX.match(name) or find(name):
             return self.pseudonym("tool", name, "tool_")
         if self.pseudonymize_mcp and name.startswith("mcp__"):
-            server, sep, tool = name[5:].partition("__")
-            return "mcp__" + self.mcp_server(server) + (sep + self.mcp_tool(tool) if sep else "")
+            return self._named(("mcp", name), lambda: identifiers.mcp_parts(self.keys, name))  # as the trace stores it
         return self.pseudo.keep(name)
 
     def tool_name_field(self, key: str, v: str) -> str:
@@ -164,8 +173,8 @@ class Anonymizer:
         event, rest = m.group(1), m.group(2)
         if rest is None:
             return event
-        if rest in _HOOK_SOURCES and event not in _TOOL_HOOKS:
-            return v
+        if event not in _TOOL_HOOKS:  # a session hook's source: from a closed list, else keyed
+            return v if rest in _HOOK_SOURCES else event + ":" + self.pseudonym("hook", rest, "hook_")
         return event + ":" + self.tool_name(rest)
 
     # --- records ------------------------------------------------------------------------

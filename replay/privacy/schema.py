@@ -12,6 +12,8 @@ import re
 
 import re2
 
+from replay.ingest.identifiers import CLAUDE_CODE_TOOLS
+
 # String values kept verbatim (after scrubbing) when they look like enum values.
 KEEP_KEYS = frozenset({
     "type", "subtype", "role", "model", "stop_reason", "level", "trigger", "operation", "userType",
@@ -82,11 +84,11 @@ ENUM_VOCAB: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
 OPEN_ENUM_KEYS = frozenset({"type", "subtype"})
 OPEN_ENUM_RX = re.compile(r"^[a-z]{2,20}(?:[_\-][a-z]{2,20}){0,4}$")  # snake/kebab case words, no digits
 # Strict grammars of the kept fields that are not enums. ``model``: lower-case, an optional
-# ``provider/`` prefix and one ``:``/``@`` suffix (``us.anthropic.claude-sonnet-4-v1:0``,
+# ``provider/`` prefix and one ``:`` suffix or an ``@`` date (``us.anthropic.claude-sonnet-4-v1:0``,
 # ``claude-opus-4@20250514``, ``anthropic/claude-sonnet-4``, ``llama3:8b``); no spaces, no path
 # (a leading ``/``, ``~``, ``..``), no upper case, no second ``:`` (``ft:gpt-4o:my-org:x``
 # names an organisation).
-MODEL_RX = re.compile(r"^(?:[a-z][a-z0-9\-]{0,30}/)?[a-z][a-z0-9._\-]{0,62}(?:[:@][a-z0-9._\-]{1,24})?$")
+MODEL_RX = re.compile(r"^(?:[a-z][a-z0-9\-]{0,30}/)?[a-z][a-z0-9._\-]{0,62}(?::[a-z0-9._\-]{1,24}|@\d{6,8})?$")
 MODEL_VOCAB = frozenset({"<synthetic>"})
 # ``version``: dotted numbers and an optional pre-release word (``2.1.17``, ``1.0.0-beta.2``)
 VERSION_RX = re.compile(r"^\d{1,4}(?:\.\d{1,6}){1,3}(?:-(?:alpha|beta|rc|dev|pre|preview|canary|next|nightly)"
@@ -97,10 +99,7 @@ MEDIA_TYPE_RX = re.compile(r"^(?:image|text|application|audio|video|font)/[a-z0-
 TOOL_NAME_RX = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,127}$")
 HOOK_NAME_RX = re.compile(r"^([A-Za-z]{2,40})(?::(.{1,160}))?$")
 # Claude Code's own tools: never MCP, never pseudonymized by ``pseudonymize_mcp``.
-BUILTIN_TOOLS = frozenset("""Agent Bash BashOutput Edit EnterPlanMode ExitPlanMode Glob Grep KillShell KillBash LS LSP
-    MultiEdit NotebookEdit NotebookRead Read Skill SlashCommand Task TaskCreate TaskGet TaskList TaskOutput
-    TaskStop TaskUpdate TodoRead TodoWrite WebFetch WebSearch Write AskUserQuestion ListMcpResourcesTool
-    ReadMcpResourceTool""".split())
+BUILTIN_TOOLS = CLAUDE_CODE_TOOLS
 
 # ``usage`` trees: numbers under known keys or snake_case names; strings only under these
 # keys and in their vocabulary (``type`` in ``usage.iterations`` entries).

@@ -7,6 +7,7 @@ or a kill leaves either the whole session or none of it. Rows go in as JSON (`_i
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -84,6 +85,7 @@ def connect(path: str | Path, read_only: bool = False, verify: bool = False) -> 
         raise StoreError(f"{path} is not a regular file; --db takes a DuckDB database file")
     if not path.exists() and not path.parent.is_dir():
         raise StoreError(f"{path}: its folder {path.parent} does not exist; create it or choose another --db path")
+    refuse_foreign(path)
     try:
         con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.Error as e:
@@ -102,6 +104,26 @@ def connect(path: str | Path, read_only: bool = False, verify: bool = False) -> 
         con.close()
         raise
     return con
+
+
+def refuse_foreign(path: Path) -> None:
+    """Raise StoreError if ``path`` is an existing file that is not a DuckDB database.
+
+    DuckDB opens an existing ``.csv``, ``.jsonl`` or ``.parquet`` file given as a database as
+    an empty in-memory one: an ingest into it "succeeds" and stores nothing. Its header says
+    what it is (``DUCK`` at byte 8), so it is checked before anything else is read."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(12)
+    except FileNotFoundError:
+        return
+    except IsADirectoryError:
+        raise StoreError(f"{path} is a directory; --db takes a file path such as {path}/ctxreplay.duckdb") from None
+    except OSError as e:
+        raise StoreError(f"{path}: cannot read this database ({e.strerror or e})") from None
+    if head and head[8:12] != b"DUCK":
+        raise StoreError(f"{path} is not a DuckDB database (its first bytes are not a DuckDB header); --db takes "
+                         "a DuckDB file such as ctxreplay.duckdb, never a log or data file")
 
 
 def database_error(path: Path, e: BaseException) -> StoreError:
@@ -231,22 +253,41 @@ def check_trace(trace: SessionTrace) -> None:
                     raise ValueError(f"{table}.{c}: {e}") from None
 
 
-def write_sessions(con, batch: list[PendingFile]) -> None:
+def write_sessions(con, batch: list[PendingFile]) -> dict[str, str]:
     """Write several files' sessions in one transaction, each replacing its previous version.
+
+    A file whose new version holds a different session (another session id) does not replace
+    the one it held: that session is kept under the file key ``<file key>@<its version>``.
+    Returns {session key kept: its new file key}.
 
     Whole sessions only: a kill mid-write rolls back the batch, and since source_files is
     written in the same transaction, a re-run simply ingests those files again.
     """
     if not batch:
-        return
+        return {}
+    kept: dict[str, str] = {}
     with transaction(con):
         for p in batch:
-            old = [r[0] for r in con.execute(
-                "SELECT session_key FROM sessions WHERE dataset = ? AND file_key = ?", [p.dataset, p.file_key]
-            ).fetchall()]
+            rows = con.execute(
+                "SELECT session_key, session_id FROM sessions WHERE dataset = ? AND file_key = ?",
+                [p.dataset, p.file_key]).fetchall()
+            new = p.trace.session if p.trace is not None else None  # a copy of another file's session too
+            old = [k for k, sid in rows if new is None or sid == new["session_id"]]
+            other = [k for k, sid in rows if k not in old]
+            if new is not None and p.duplicate_of is None:
+                # a session kept from an earlier version of the file comes back: this copy replaces it
+                old += [r[0] for r in con.execute("SELECT session_key FROM sessions WHERE session_key = ?",
+                                                  [new["session_key"]]).fetchall() if r[0] not in old]
             if old:
                 for table in TRACE_TABLES:
                     con.execute(f"DELETE FROM {table} WHERE session_key IN (SELECT unnest(?))", [old])
+            if other:
+                # the file now holds a different session: the one it held is kept, under a file key
+                # of its own that no later version of this file replaces
+                retired = f"{p.file_key}@{p.version - 1}"
+                con.execute("UPDATE sessions SET file_key = ? WHERE session_key IN (SELECT unnest(?))",
+                            [retired, other])
+                kept.update(dict.fromkeys(other, retired))
         traces = [p.trace for p in batch if p.trace is not None and p.duplicate_of is None]
         for table, cols in TRACE_TABLES.items():
             merged: dict[str, list] = {c: [] for c in cols}
@@ -265,6 +306,7 @@ def write_sessions(con, batch: list[PendingFile]) -> None:
             [[p.dataset, p.file_key, p.version, p.content_hash, p.size_bytes, p.n_subagent_files, p.reader,
               "duplicate" if p.duplicate_of else "ok", now(), json.dumps(p.skipped), p.duplicate_of] for p in batch],
         )
+    return kept
 
 
 def datasets(con) -> list[dict[str, Any]]:
@@ -335,6 +377,16 @@ def dataset_names(con) -> list[str]:
     return [r[0] for r in con.execute("SELECT name FROM datasets ORDER BY name").fetchall()]
 
 
+def _export_error(out: Path, e: Exception) -> OSError:
+    """A failed Parquet write as an OSError naming the output folder: the database was only
+    read, so an error naming it (as DuckDB's message reads) would send the user to the wrong disk."""
+    text = str(e)
+    for code in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS):
+        if os.strerror(code).lower() in text.lower():
+            return OSError(code, os.strerror(code), str(out))
+    return OSError(errno.EIO, f"cannot write the Parquet files ({text.removeprefix('IO Error: ')[:160]})", str(out))
+
+
 def export_parquet(con, dataset: str, out: Path) -> dict[str, int]:
     """Write the dataset's trace tables as Parquet files (one per table) for sharing.
 
@@ -356,10 +408,13 @@ def export_parquet(con, dataset: str, out: Path) -> dict[str, int]:
             final = out / f"{table}.parquet"
             staged.append((out / f".{final.name}{tmp}", final))
             target = str(staged[-1][0]).replace("'", "''")
-            con.execute(
-                f"COPY (SELECT {names} FROM {table} WHERE {where} ORDER BY ALL) TO '{target}' (FORMAT parquet)",
-                {"ds": dataset},
-            )
+            try:
+                con.execute(
+                    f"COPY (SELECT {names} FROM {table} WHERE {where} ORDER BY ALL) TO '{target}' (FORMAT parquet)",
+                    {"ds": dataset},
+                )
+            except duckdb.IOException as e:
+                raise _export_error(out, e) from e
             counts[table] = con.execute(f"SELECT count(*) FROM read_parquet('{target}')").fetchone()[0]
         meta = con.execute(
             "SELECT name, token_counter, key_fingerprint FROM datasets WHERE name = ?", [dataset]

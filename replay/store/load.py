@@ -18,24 +18,23 @@ file replaces its earlier version, and the summary names the copies (`duplicate_
 from __future__ import annotations
 
 import os
-import stat
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from replay import store
-from replay.store.db import check_trace
+from replay.store.db import check_trace, refuse_foreign
 from replay.ingest import trace as trace_format
 from replay.ingest.keys import Keyring, load_or_create_master_key
 from replay.ingest.readers import claude_code, codex, copilot, gemini, gemini_chat
 from replay.ingest.readers.base import FileError, ReadReport, Records
-from replay.ingest.readers.source import open_regular
+from replay.ingest.readers.source import damaged_gzip, open_log
+from replay.store.discovery import LOG_SUFFIXES, SKIP_NAMES, Unit, discover, not_regular  # noqa: F401 (re-exported)
 from replay.ingest.tokens import COUNTER
 
-LOG_SUFFIXES = (".jsonl", ".json")
-SKIP_NAMES = frozenset({"MANIFEST.json", "package.json", "package-lock.json", "tsconfig.json"})
 SNIFFED_READERS = (codex, copilot, gemini)  # tried in this order; Claude Code is the fallback
 
 
@@ -51,18 +50,6 @@ def reader_for(records: Records):
 
 
 @dataclass
-class Unit:
-    """One session on disk: a main transcript and its separate subagent files."""
-
-    main: Path
-    subagents: list[Path] = field(default_factory=list)
-
-    @property
-    def size(self) -> int:
-        return sum(p.stat().st_size for p in [self.main, *self.subagents] if p.exists())
-
-
-@dataclass
 class IngestSummary:
     files: int = 0
     ingested: int = 0
@@ -72,6 +59,8 @@ class IngestSummary:
     # (copy, kept): a copy of a session stored from another file (a shorter or equal version), not stored
     duplicate_sessions: list[tuple[str, str]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    # files that now hold a different session than the one stored from them (that one is kept)
+    kept_sessions: list[str] = field(default_factory=list)
     skipped_files: list[tuple[str, str]] = field(default_factory=list)  # not regular files: never opened
     sessions: int = 0
     streams: int = 0
@@ -90,6 +79,7 @@ class IngestSummary:
             "duplicates": self.duplicates,
             "duplicate_sessions": [{"file": f, "kept": k} for f, k in self.duplicate_sessions],
             "failed": [{"file": f, "reason": r} for f, r in self.failed],
+            "kept_sessions": list(self.kept_sessions),
             "skipped_files": [{"file": f, "reason": r} for f, r in self.skipped_files],
             "sessions": self.sessions,
             "streams": self.streams,
@@ -108,91 +98,6 @@ class IngestSummary:
         """Every given file failed or was skipped: nothing ingested, nothing already there."""
         usable = self.ingested + self.unchanged + self.duplicates + len(self.duplicate_sessions)
         return usable == 0 and bool(self.failed or self.skipped_files)
-
-
-def _is_subagent_file(p: Path) -> bool:
-    return p.parent.name == "subagents" and p.name.startswith("agent-") and p.suffix == ".jsonl"
-
-
-_KINDS = {stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
-          stat.S_IFSOCK: "a socket"}
-
-
-def not_regular(mode: int) -> str:
-    """Why a file of this mode is not read ("" for a regular file)."""
-    if stat.S_ISREG(mode):
-        return ""
-    return f"{_KINDS.get(stat.S_IFMT(mode), 'not a regular file')}, not read"
-
-
-def discover(
-    paths: list[Path], problems: list[tuple[str, str]], skipped: list[tuple[str, str]] | None = None
-) -> list[Unit]:
-    """Log units under the given files/directories, subagent files attached to their session.
-
-    Nonexistent paths and directories without logs are reported in ``problems``; FIFOs,
-    devices and sockets (given or found) in ``skipped`` (default: ``problems``), never opened.
-    """
-    skipped = problems if skipped is None else skipped
-    files: list[Path] = []
-    for p in paths:
-        try:
-            mode = p.stat().st_mode
-        except FileNotFoundError:
-            problems.append((str(p), "no such file or directory"))
-            continue
-        except OSError as e:
-            problems.append((str(p), f"cannot read: {e.strerror or e}"))
-            continue
-        if stat.S_ISDIR(mode):
-            found = _walk(p, skipped)
-            if not found:
-                problems.append((str(p), "directory holds no .jsonl or .json log files"))
-            files.extend(found)
-        elif not_regular(mode):
-            skipped.append((str(p), not_regular(mode)))
-        else:
-            files.append(p)
-    seen: set[Path] = set()
-    units: dict[Path, Unit] = {}
-    orphans: list[Path] = []
-    for f in files:
-        rf = f.resolve()
-        if rf in seen:
-            continue
-        seen.add(rf)
-        if _is_subagent_file(rf):
-            orphans.append(rf)
-        else:
-            units[rf] = Unit(rf)
-    for sub in orphans:
-        # <dir>/<session>/subagents/agent-x.jsonl belongs to <dir>/<session>.jsonl
-        session_dir = sub.parent.parent
-        parent = session_dir.parent / (session_dir.name + ".jsonl")
-        if parent in units:
-            units[parent].subagents.append(sub)
-        else:
-            units[sub] = Unit(sub)  # no parent transcript: ingested as a session of its own
-    return [units[k] for k in sorted(units)]
-
-
-def _walk(root: Path, skipped: list[tuple[str, str]]) -> list[Path]:
-    """The log files under ``root``; entries that are not regular files go to ``skipped``."""
-    found = []
-    for f in sorted(root.rglob("*")):
-        try:
-            mode = f.stat().st_mode
-        except OSError as e:
-            if f.suffix in LOG_SUFFIXES:
-                skipped.append((str(f), f"cannot read: {e.strerror or e}"))
-            continue
-        if stat.S_ISDIR(mode):
-            continue
-        if not_regular(mode):
-            skipped.append((str(f), not_regular(mode)))
-        elif f.suffix in LOG_SUFFIXES and f.name not in SKIP_NAMES:
-            found.append(f)
-    return found
 
 
 def ingest(
@@ -217,6 +122,7 @@ def ingest(
     process alone writes, in the same order and batches, so the result equals ``jobs=1``.
     """
     t0 = time.perf_counter()
+    refuse_foreign(Path(db))  # before a log is read: a log given as --db is not overwritten nor "ingested into"
     summary = IngestSummary()
     units = discover(paths, summary.failed, summary.skipped_files)
     summary.files = sum(1 + len(u.subagents) for u in units)
@@ -269,10 +175,13 @@ def hash_unit(unit: Unit, keys: Keyring) -> tuple[str, int, dict[Path, int]]:
             h.update(b"\0sub\0")
             total += 5
         n = 0
-        with open_regular(path) as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
-                n += len(chunk)
+        with open_log(path) as fh:
+            try:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+                    n += len(chunk)
+            except (EOFError, zlib.error) as e:  # a truncated or damaged gzip log fails alone
+                raise damaged_gzip(path, e) from e
         sizes[path] = n
         total += n
     return h.hexdigest(), total, sizes
@@ -364,15 +273,17 @@ class _Run:
         batch, self.pending, self.pending_blocks = self.pending, [], 0
         if not batch:
             return
-        store.write_sessions(self.con, batch)
+        kept = store.write_sessions(self.con, batch)
         self.superseded.clear()
         if _TRACE_FILE:
             with open(_TRACE_FILE, "a") as fh:
                 fh.write(f"{len(batch)}\n")
         s = self.summary
         written = {p.file_key for p in batch}
-        for k, rows in self.stored.items():
-            self.stored[k] = [r for r in rows if r[1] not in written]  # their rows were replaced or deleted
+        for k, rows in self.stored.items():  # rows replaced or deleted go; sessions kept move to their new file key
+            self.stored[k] = [(r[0], kept.get(r[0], r[1]), r[2]) for r in rows if r[0] in kept or r[1] not in written]
+        for fkey in sorted({k.rpartition("@")[0] for k in kept.values()}):
+            s.kept_sessions.append(self._name(fkey))
         for p in batch:
             self.status[p.file_key] = (p.version, p.content_hash)
             if p.duplicate_of is None:

@@ -52,6 +52,9 @@ def _worker_init(keys: Keyring, dataset: str, known_path: str | None) -> None:
     from replay.ingest import tokens
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle
+    for name in ("SIGTERM", "SIGHUP"):  # a forked worker inherits the writer's handlers: it just stops
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
     tokens.THREADS = 1  # one core per worker
     _W.clear()
     _W.update(keys=keys, dataset=dataset, known_path=known_path, known=None)
@@ -141,6 +144,12 @@ class Workers:
 
     def close(self, ok: bool) -> None:
         try:
+            if not ok:
+                # interrupted: a worker would otherwise finish the file it is reading (minutes for a big one)
+                # before the pool lets this process exit; what it read is lost either way
+                for proc in list((getattr(self.ex, "_processes", None) or {}).values()):
+                    with contextlib.suppress(Exception):
+                        proc.terminate()
             self.ex.shutdown(wait=ok, cancel_futures=True)
         finally:
             if self.known_path is not None:

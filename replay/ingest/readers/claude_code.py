@@ -123,6 +123,7 @@ class _ClaudeReader:
         self.seen_uuids: set[str] = set()
         self.session_ids: set[str] = set()
         self.context_records: Counter = Counter()  # context records per sessionId
+        self.no_id: dict[int, tuple[Any, str]] = {}  # stream id -> (uuid of its last id-less response line, its key)
 
     def stream(self, key: str, kind: str, agent_id: str | None) -> Stream:
         st = self.streams.get(key)
@@ -247,7 +248,9 @@ class _ClaudeReader:
         if not isinstance(content, list):
             self.b.report.skip("malformed_record", self.b.path, line, "assistant content is neither text nor a list")
             return
-        if msg.get("model") != SYNTHETIC_MODEL and isinstance(mid, str):
+        if msg.get("model") != SYNTHETIC_MODEL and not isinstance(mid, str):
+            mid = self._synthetic_id(line, rec, st)
+        if msg.get("model") != SYNTHETIC_MODEL:
             self._request(line, rec, msg, st, ts, mid, sid)
         elif msg.get("model") == SYNTHETIC_MODEL and rec.get("isApiErrorMessage") is False:
             # the answer Claude Code writes when it resumes a conversation that ended on a user message
@@ -255,6 +258,27 @@ class _ClaudeReader:
         for part in content:
             if isinstance(part, dict):
                 self._assistant_part(rec, part, st, ts)
+
+    def _synthetic_id(self, line: int, rec: dict, st: Stream) -> str:
+        """A key for a response line without ``message.id``, so that its usage is kept: its
+        request id, else the uuid of the first of the id-less lines chained to it (the lines of
+        one streamed response each name the previous one as parent). Both are copied verbatim
+        into a resumed session, so a copy still matches its original."""
+        rid = rec.get("requestId")
+        rid = rid if isinstance(rid, str) else ""
+        uuid, parent = rec.get("uuid"), rec.get("parentUuid")
+        last = self.no_id.get(st.sid)
+        if rid:
+            key = "\0noid\0"
+        elif last is not None and parent is not None and parent == last[0]:
+            key = last[1]
+        else:
+            key = "\0noid\0" + (uuid if isinstance(uuid, str) else f"line {line}")
+        if (st.sid, key, rid) not in self.req_rows:
+            self.b.report.repair("missing_message_id", self.b.path, line,
+                                 "response without message.id: kept under a key of its own")
+        self.no_id[st.sid] = (uuid, key)
+        return key
 
     def _assistant_part(self, rec: dict, part: dict, st: Stream, ts: int | None) -> None:
         ptype = part.get("type")

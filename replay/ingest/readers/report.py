@@ -20,7 +20,8 @@ SKIP_REASONS = (
 )
 # Lines kept after a repair (counted, never silently).
 # multi_object_line: a JSONL line holding several complete JSON objects, each read.
-REPAIR_REASONS = ("invalid_utf8", "multi_object_line")
+# missing_message_id: a response without message.id, kept under its request id or first line.
+REPAIR_REASONS = ("invalid_utf8", "multi_object_line", "missing_message_id")
 MAX_DETAIL = 120
 
 
@@ -55,7 +56,7 @@ class ReadReport:
 
     def pseudonymize(self, field_name: str, path: Path | str, pseudonym: str) -> None:
         self.pseudonymized[field_name] += 1
-        self._message(path, None, f"{field_name} does not match its grammar", f"stored as {pseudonym}")
+        self._message(path, None, f"{field_name} is outside its grammar or vocabulary", f"stored as {pseudonym}")
 
     def merge(self, other: "ReadReport") -> None:
         self.skipped.update(other.skipped)

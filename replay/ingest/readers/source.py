@@ -37,8 +37,71 @@ from replay.ingest.readers.jsonbytes import Buffer, DocumentError, close_at, dep
 from replay.ingest.readers.report import FileError, ReadReport
 
 Record = tuple[int, dict[str, Any]]
+BOM = b"\xef\xbb\xbf"
 DOCUMENT_ARRAYS = ("messages",)  # top-level arrays of a JSON object document that hold its records
 _OPEN = (b"[", b"{", b"[{", b"[ {")
+
+
+COMPRESSED_SUFFIXES = (".gz", ".zip", ".bz2", ".xz", ".zst")
+LOG_NAMES = (".jsonl", ".json")
+
+
+def compressed_log(p: Path) -> bool:
+    """Whether ``p`` is a compressed log (``x.jsonl.gz``, ``x.json.zst``) or an archive that may
+    hold logs (``.zip``). Ingest reads gzip logs (`gzip_log`); anything else is not read, so it
+    is named rather than passed over in silence."""
+    suffixes = [s.lower() for s in p.suffixes[-2:]]
+    if not suffixes or suffixes[-1] not in COMPRESSED_SUFFIXES:
+        return False
+    return suffixes[-1] == ".zip" or (len(suffixes) == 2 and suffixes[0] in LOG_NAMES)
+
+
+def gzip_log(p: Path) -> bool:
+    """``x.jsonl.gz`` or ``x.json.gz``: a log rotated or archived with gzip, which ingest reads as is."""
+    suffixes = [s.lower() for s in p.suffixes[-2:]]
+    return len(suffixes) == 2 and suffixes[1] == ".gz" and suffixes[0] in LOG_NAMES
+
+
+def open_log(path: Path) -> IO[bytes]:
+    """`open_regular`, decompressed when ``path`` is a gzip log (the decompressed bytes are what
+    is hashed, measured and parsed)."""
+    fh = open_regular(path)
+    if not gzip_log(path):
+        return fh
+    import gzip
+
+    gz = gzip.GzipFile(fileobj=fh, mode="rb")
+    gz.myfileobj = fh  # closed with it, as gzip.open(filename) arranges
+    return gz
+
+
+def damaged_gzip(path: Path, e: Exception) -> OSError:
+    """A gzip log that cannot be decompressed, as the OSError every reader path reports per file."""
+    import errno
+
+    return OSError(errno.EIO, f"damaged gzip data ({e})", str(path))
+
+
+def compressed_reason(p: Path) -> str:
+    kind = "an archive" if p.suffix.lower() == ".zip" else "a compressed log"
+    return f"{kind} ({p.suffix}), not read: extract or decompress it and give the result"
+
+
+def walk_files(root: Path) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Every entry under ``root`` that is not a directory (sorted), and the folders that could
+    not be listed, each with why. Path.rglob passes over an unreadable folder without a word;
+    its logs would then be missing from an ingest or an anonymized tree with nobody told."""
+    found: list[Path] = []
+    problems: list[tuple[str, str]] = []
+
+    def unreadable(e: OSError) -> None:
+        problems.append((str(e.filename or root), f"cannot read this folder ({e.strerror or e}); "
+                                                  "the logs in it were not read"))
+
+    for top, dirs, files in os.walk(root, onerror=unreadable):
+        base = Path(top)
+        found.extend(base / f for f in files)  # links to folders are in ``dirs``: not followed, as by rglob
+    return sorted(found), sorted(problems)
 
 
 def open_regular(path: Path) -> IO[bytes]:
@@ -70,11 +133,21 @@ class Records:
         self.data = data
         self.limit = limit
         self.meta: dict[str, Any] = {}
+        self.bom = False
+        with self._open() as fh:
+            self.bom = fh.read(len(BOM)) == BOM
+        if self.bom and limit is not None:
+            self.limit = max(0, limit - len(BOM))
         self.kind = self._sniff_kind()
 
     # --- opening ----------------------------------------------------------------------------
     def _open(self) -> IO[bytes]:
-        return io.BytesIO(self.data) if self.data is not None else open_regular(self.path)
+        """The file, past a UTF-8 byte order mark (an editor's; JSON parsers refuse it, which
+        would cost the first line)."""
+        fh = io.BytesIO(self.data) if self.data is not None else open_log(self.path)
+        if self.bom:
+            fh.seek(len(BOM))
+        return fh
 
     def _lines(self) -> Iterator[tuple[int, bytes]]:
         limit = self.limit
