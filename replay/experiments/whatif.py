@@ -277,10 +277,12 @@ def _usage_cost(s, det: dict) -> float:
 
 
 def whatif(ds: Dataset, opts: ReplayOptions, names: list[str] | None = None, n_resamples: int = iv.N_RESAMPLES,
-           on_step=None) -> dict[str, Any]:
+           on_step=None, per_session: bool = False) -> dict[str, Any]:
     """Replay ``ds`` under each named scenario (all by default) and the offline bound, and compare
     each with the model-only replay of the recorded settings, per session. ``opts``: the
-    recorded settings (its ``observed_evictions`` is ignored: every replay is model-only)."""
+    recorded settings (its ``observed_evictions`` is ignored: every replay is model-only).
+    ``per_session``: also return every replayed setting's cost per session (``per_session``,
+    in the order of ``session_keys``)."""
     t0 = time.perf_counter()
     chosen = pick(names or [])
     base_opts = model_only(opts)
@@ -370,7 +372,9 @@ def whatif(ds: Dataset, opts: ReplayOptions, names: list[str] | None = None, n_r
         online = next((r for r in rows if r["name"] == "online_1h_after_idle"), None)
         if online is not None and b["saved"]["cost"] > 0:
             b["online_share_of_bound"] = online["saved"]["cost"] / b["saved"]["cost"]
+    extra = {"session_keys": keys, "per_session": costs} if per_session else {}
     return {
+        **extra,
         "variant": VARIANT, "sessions": len(keys), "requests": ds.n_requests,
         "baseline": {"name": "recorded settings", "variant": VARIANT, **totals["recorded"],
                      "recorded_cost": sum(recorded.get(k, 0.0) for k in keys)},
