@@ -63,6 +63,24 @@ def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
     return res
 
 
+def _whatif(con, dataset: str, slice: dict | None) -> dict[str, Any] | None:
+    """The cache what-ifs of the report's sessions (`replay.experiments.whatif`, model-only), or
+    None when the dataset has no Claude session to replay (the levers section then names the
+    breaks only)."""
+    from replay import store
+    from replay.engine import ReplayOptions
+    from replay.experiments.runs import load
+    from .whatif import whatif
+
+    try:
+        ds = load(con, dataset, slice)
+    except store.StoreError:
+        return None
+    if not ds.sessions:
+        return None
+    return whatif(ds, ReplayOptions())
+
+
 def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str,
            max_risk: dict[str, float] | None, slice: dict | None = None,
            min_per_session: float | None = None) -> dict[str, Any]:
@@ -92,6 +110,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         tb = tables.tool_breakdown(con, dataset)
         ans = answer(con, rows, objective, max_risk, min_per_session=min_per_session)
         brk = breaks_summary(con, dataset)
+        wi = _whatif(con, dataset, slice)
     finally:
         con.close()
     if not rows:
@@ -140,6 +159,10 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     study = tables.cache_hit_study(tables.calibrated(df))
     if not study.empty:
         add("cache", "Saving under other cache prices (calibrated runs)", plots.cache_hit_study(study), "cache-prices")
+    if wi and wi["scenarios"]:
+        add("levers", "Cost under each cache what-if scenario (model-only, `ctxreplay whatif`) with the 95% interval "
+            "of its saving; the dashed line is the recorded settings' model-only replay",
+            plots.whatif_costs(wi["scenarios"], wi["baseline"]["cost"]), "levers")
     if sum(1 for b in brk["by_cause"] if b["count"]) >= 3:  # fewer causes: the table says it all
         add("breaks", "Cache breaks of the recorded logs: re-billed dollars by cause (hatched: inferred cause)",
             plots.breaks_by_cause(brk["by_cause"]), "breaks")
@@ -149,6 +172,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     # ---- markdown: the answer first, then both variants, fidelity, detail ------------------
     gen = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     md: list[str] = [f"# ctxreplay policy report: {dataset}", ""]
+    md += sections.levers(brk, wi, ans, _img_md("levers", figures))
     md += sections.recommendation(ans, bands, _img_md("answer", figures))
     md += sections.both_variants(rows)
     md += sections.bounds(rows)

@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 
 from . import intervals as iv
-from .answer import (BOUNDS, bound_runs, bound_share, interval_text, money, name, pct, per_session_text, settings,
-                     ttl_text)
+from .answer import (BOUNDS, bound_runs, bound_share, calibrated_whatif, interval_text, money, name, pct,
+                     per_session_text, settings, ttl_text)
 from .fidelity import NAMES, variant_fidelity
 
 VARIANT_NAME = {"calibrated": "calibrated", "model_only": "model only"}
@@ -271,12 +271,15 @@ def leaderboard(rows: list[dict], img: str) -> list[str]:
           " context saved | tokens delivered | delivered saved | hit rate | busts | rewritten tokens | hints | dangling |"
           " stale | trimmed, re-read | run |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(rows, key=lambda r: r["figures"]["cost"]):
+    # a cache what-if priced by the calibrated variant alone is listed last, unranked: that variant
+    # copies the log's recorded misses, which the setting would change (`ctxreplay whatif` measures it)
+    for r in sorted(rows, key=lambda r: (calibrated_whatif(r), r["figures"]["cost"])):
         f = r["figures"]
         s = r.get("saved_pct") or {}
         dist = (r.get("distinguishable") or {}).get("cost")
+        ttl = str(r["cache_config"].get("ttl")) + (" (what-if, calibrated: not ranked)" if calibrated_whatif(r) else "")
         md.append(
-            f"| {r['policy']} | {settings_text(r['policy'], r['params'])} | {r['cache_config'].get('ttl')} | "
+            f"| {r['policy']} | {settings_text(r['policy'], r['params'])} | {ttl} | "
             f"{VARIANT_NAME.get(r['variant'], r['variant'])} | {num(f['cost'], 2)} | {pct(s.get('cost'))} | "
             f"{interval_text((r.get('interval') or {}).get('cost'))} | "
             f"{'-' if r['policy'] == 'noop' else 'yes' if dist else 'no'} | "
@@ -327,5 +330,58 @@ def risk(rows: list[dict]) -> list[str]:
     return md + [""]
 
 
-__all__ = ["both_variants", "bounds", "breaks", "dropped_runs", "fidelity", "leaderboard", "name", "per_agent",
+__all__ = ["both_variants", "bounds", "breaks", "dropped_runs", "fidelity", "leaderboard", "levers", "name", "per_agent",
            "recommendation", "risk", "ttl_text"]
+
+
+TOP_LEVERS = 6  # the levers the report leads with; the rest is one line (the answer stays near the top)
+
+
+def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any], img: str) -> list[str]:
+    """The answer first (issue 26 item 5): what the cache breaks cost, then every lever, biggest
+    saving first — the cache what-ifs (`ctxreplay whatif`, model-only), the offline cache bound
+    and the best deduplication policy — each with dollars and its 95% interval; a lever that is
+    not distinguishable, or below the practical threshold per session, is said not worth acting on."""
+    md = ["## The levers, biggest first", ""]
+    recorded = (wi or {}).get("baseline", {}).get("recorded_cost")
+    share = f" ({brk['cost'] / recorded:.1%} of the recorded cost, {money(recorded, 'cost')})" if recorded else ""
+    md.append(f"Cache breaks re-billed **{money(brk['cost'], 'cost')}**{share} in {brk['breaks']:,} breaks "
+              "(section *Cache breaks*).")
+    items: list[tuple[float, str]] = []
+    if wi:
+        n = wi["sessions"] or 1
+        thr = wi.get("practical_threshold_per_session", 0.01)
+        idle = [r["name"] for r in wi["scenarios"] if not r["sessions_changed"]]
+        for r in wi["scenarios"]:
+            if not r["sessions_changed"]:
+                continue
+            iv_ = r["interval_pct"]["cost"]
+            ivt = "-" if iv_ is None else f"{iv_['low']:+.2f}% to {iv_['high']:+.2f}%"
+            verdict = ("" if r["worth_acting_on"] else "; not distinguishable" if not r["distinguishable"]
+                       else f"; below {money(thr, 'cost')} per session: not worth acting on"
+                       if r["saved"]["cost"] / n < thr else "; costs more")
+            what = "the offline-optimal cache bound (hindsight)" if r["name"] == "bound_offline" else r["summary"]
+            items.append((r["saved"]["cost"], f"- {what} (`{r['name']}`): {money(r['saved']['cost'], 'cost')} "
+                          f"({r['saved_pct']['cost']:+.2f}%, 95% interval {ivt}){verdict}"))
+    items.sort(key=lambda x: -x[0])
+    more = len(items) - (TOP_LEVERS - 1)
+    items = items[:TOP_LEVERS - 1]
+    lead = ans.get("best") or ans.get("closest")
+    if lead and ans.get("figure") == "cost":
+        items.append((lead["saved"] or 0.0, f"- the best deduplication policy, {lead['name']}: "
+                      f"{money(lead['saved'], 'cost')} ({pct(lead['saved_pct'])}, 95% interval "
+                      f"{interval_text(lead['interval'])}; {ans.get('verdict', '').replace('_', ' ')})"))
+    if items:
+        md += ["", "What each lever would have saved against the recorded settings (cache levers: model-only replays, "
+               "`ctxreplay whatif`; the policy: its own baseline):", ""]
+        md += [t for _, t in sorted(items, key=lambda x: -x[0])]
+        if more > 0:
+            md.append(f"- and {more} more cache scenario(s) that save less (`ctxreplay whatif` lists every one)")
+    if wi and idle:
+        md += ["", "No session changes under " + ", ".join(f"`{n}`" for n in idle) + " (the logs hold no such event)."]
+    if wi:
+        md += ["", "Trust: the model-only replay's cost error against the recorded bill is "
+               + "; ".join(f"{(x['rel_error'] or 0) * 100:+.2f}% on the {x['sessions']} sessions recorded with {g} "
+                           "writes" for g, x in wi["fidelity"].items() if x["sessions"])
+               + "; a what-if smaller than that error on the sessions it changes is not distinguishable.", "", img]
+    return md + [""]

@@ -17,7 +17,8 @@ from click.testing import CliRunner
 
 from replay.cli.main import main
 from replay.engine import ReplayOptions, replay_session
-from replay.experiments.whatif import BOUND, FAMILY, SCENARIOS, UnknownScenario, pick, whatif
+from analysis.whatif import whatif
+from replay.experiments.whatif import BOUND, FAMILY, SCENARIOS, UnknownScenario, pick
 from replay.model.cache import CacheConfig
 from replay.model.costs import PriceTable
 from replay.model.whatif import ClientCache, KeepAlive, first_idle_ttls
@@ -229,3 +230,73 @@ def test_cli_scenario_pick_text_format_and_errors(sample_db):
     assert r.exit_code == 0
     listed = json.loads(r.output)
     assert all(x["source"] and x["rule"] for x in listed)
+
+
+def test_sweep_and_tune_over_a_ttl_grid_run_model_only(sample_db, tmp_path):
+    from replay.experiments.sweep import SpecError, load_spec
+
+    spec_file = tmp_path / "ttl.toml"
+    spec_file.write_text('policy = "devboy_lru"\n[cache]\nttl = ["log", "5m", "1h"]\n')
+    spec = load_spec(spec_file)
+    assert {p.cache["observed_evictions"] for p in spec.points()} == {"none"}  # the "log" point too: like with like
+    assert spec.notes and "what-if" in spec.notes[0]
+    # asking for the calibrated variant beside a what-if is refused with one line
+    spec_file.write_text('policy = "devboy_lru"\n[cache]\nttl = ["log", "1h"]\nobserved_evictions = ["log", "none"]\n')
+    with pytest.raises(SpecError, match=r"ttl = 1h is a what-if") as e:
+        load_spec(spec_file)
+    assert "\n" not in str(e.value)
+    # a grid without a what-if setting is left alone
+    spec_file.write_text('policy = "devboy_lru"\n[grid]\ncapacity = [2, 5]\n')
+    assert all("observed_evictions" not in p.cache for p in load_spec(spec_file).points())
+
+
+def test_tune_never_picks_a_ttl_the_predictive_replay_says_costs_more(sample_db, tmp_path):
+    import shutil
+
+    db = tmp_path / "t.duckdb"
+    shutil.copy(sample_db, db)
+    spec_file = tmp_path / "ttl.toml"
+    spec_file.write_text('policy = "devboy_lru"\n[cache]\nttl = ["log", "5m", "1h"]\n')
+    r = CliRunner().invoke(main, ["tune", str(spec_file), "--db", str(db), "--trials", "8", "--json"])
+    assert r.exit_code == 0, r.output
+    best = json.loads(r.stdout)["best"]
+    # the model-only cost of each TTL for the same policy, from the trials' runs
+    from replay import store
+
+    con = store.connect(db, read_only=True)
+    try:
+        rows = con.execute("SELECT cache_config, cost FROM runs JOIN (SELECT run_id, sum(cost) AS cost FROM run_sessions "
+                           "GROUP BY run_id) USING (run_id) WHERE policy = 'devboy_lru'").fetchall()
+    finally:
+        con.close()
+    by_ttl = {json.loads(c)["ttl"]: cost for c, cost in rows}
+    assert all(json.loads(c)["observed_evictions"] == "none" for c, _ in rows)
+    assert set(by_ttl) == {"log", "5m", "1h"}
+    assert by_ttl[best["cache"]["ttl"]] == min(by_ttl.values())
+    assert by_ttl[best["cache"]["ttl"]] <= by_ttl["log"]
+
+
+def test_report_never_ranks_a_calibrated_whatif_and_leads_with_the_levers(sample_db, tmp_path):
+    import re
+    import shutil
+
+    db = tmp_path / "r.duckdb"
+    shutil.copy(sample_db, db)
+    run = CliRunner()
+    for args in (["--policy", "noop"], ["--policy", "devboy_lru"], ["--policy", "noop", "--ttl", "5m"],
+                 ["--policy", "devboy_lru", "--ttl", "5m"]):
+        r = run.invoke(main, ["replay", "--db", str(db), "--variants", "calibrated", *args])
+        assert r.exit_code == 0, r.output
+    r = run.invoke(main, ["report", "--db", str(db), "--out", str(tmp_path / "rep"), "--json"])
+    assert r.exit_code == 0, r.output
+    md = (tmp_path / "rep" / "report.md").read_text()
+    head = "\n".join(md.splitlines()[:40])
+    assert re.search(r"Cache breaks re-billed \*\*\$\d+\.\d\d\*\* \(\d+\.\d% of the recorded cost", head), head
+    assert re.search(r"\(`ttl_1h`\): -?\$\d+\.\d\d \([+-]\d+\.\d\d%, 95% interval [+-]\d+\.\d\d% to [+-]\d+\.\d\d%\)",
+                     head), head
+    rec = md.split("## Recommendation")[1].split("\n## ")[0]
+    assert "TTL as logged" in rec and "TTL 5m" not in rec
+    board = md.split("## Leaderboard")[1].split("\n## ")[0]
+    rows = [line for line in board.splitlines() if line.startswith("| devboy_lru") or line.startswith("| noop")]
+    marked = [i for i, line in enumerate(rows) if "what-if, calibrated: not ranked" in line]
+    assert len(marked) == 2 and marked == [len(rows) - 2, len(rows) - 1]  # listed last

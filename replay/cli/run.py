@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, SPEC_ARGUMENT, cache_options, count_progress, dataset_option, echo_json, esc, fail, fail_on,
+    DB_OPTION, SPEC_ARGUMENT, cache_options, count_progress, dataset_option, echo_json, err, esc, fail, fail_on,
     format_option, json_option, make_options, max_risk_option, objective_option, open_db, out, pick_dataset,
     print_table, slice_options
 )
@@ -38,6 +38,12 @@ def _load_dataset(db: Path, dataset: str | None, slice_args: tuple | None = None
     slc = _slice(con, dataset, slice_args)
     with fail_on(store.StoreError):
         return con, dataset, runs.load(con, dataset, slc), slc
+
+
+def _notes(spec) -> None:
+    """What load_spec changed (a what-if grid runs model-only), on stderr; --json puts them in `notes`."""
+    for note in spec.notes:
+        err.print(f"note: {note}", markup=False, highlight=False)
 
 
 def _slice(con, dataset: str, slice_args: tuple | None) -> dict | None:
@@ -278,6 +284,8 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, since, until, proje
 
     with fail_on(SpecError):
         spec = load_spec(spec_file)
+    if not as_json:
+        _notes(spec)
     con = open_db(db)
     dataset = pick_dataset(con, dataset or spec.dataset, db)
     slc = _slice(con, dataset, (since, until, projects, models, agents, tz_name, key_file))
@@ -292,7 +300,7 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, since, until, proje
                "session_configs_run": res.sessions_done, "session_configs_resumed": res.sessions_skipped,
                "seconds": round(res.seconds, 2),
                "blocks_configs_per_s": round(res.blocks_configs / res.seconds) if res.seconds else None,
-               "run_ids": res.run_ids, "slice": slc}
+               "run_ids": res.run_ids, "slice": slc, "notes": spec.notes}
     if as_json:
         echo_json(summary, default=None)
         return
@@ -321,6 +329,8 @@ def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
     with fail_on(SpecError):
         spec = load_spec(spec_file)
         limits = parse_limits(max_risk)
+    if not as_json:
+        _notes(spec)
     con, dataset, ds, _ = _load_dataset(db, dataset or spec.dataset)
     progress = count_progress("tune", "{task.completed}/{task.total} trials", disable=as_json)
     with fail_on(SpecError), progress:
@@ -328,7 +338,7 @@ def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
         res = run_tune(con, ds, spec, objective=objective, limits=limits, trials=trials, seed=seed,
                        on_trial=lambda t: progress.advance(task))
     if as_json:
-        echo_json(res)
+        echo_json({**res, "notes": spec.notes})
         return
     _print_tune(res, objective)
 

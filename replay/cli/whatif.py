@@ -13,12 +13,6 @@ from replay.cli.common import (
 )
 
 
-def _scenario_help() -> str:
-    from replay.experiments.whatif import BOUND, SCENARIOS
-
-    return ", ".join([*SCENARIOS, BOUND])
-
-
 @click.command()
 @DB_OPTION
 @dataset_option("Dataset [default: the only one].")
@@ -60,7 +54,7 @@ def whatif(db, dataset, scenarios, list_only, prices_file, price_date, since, un
     from replay.engine import ReplayOptions
     from replay.experiments import runs
     from replay.experiments.whatif import SCENARIOS, UnknownScenario, pick
-    from replay.experiments.whatif import whatif as run_whatif
+    from analysis.whatif import whatif as run_whatif
     from replay.model.cache import CacheConfig
     from replay.model.costs import PriceError
 

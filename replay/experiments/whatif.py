@@ -29,7 +29,8 @@ cost error against the recorded bill separately for sessions the log recorded wi
 1h writes, and the forced-TTL replay of each group (every write 1h on the 1h-recorded
 sessions must reproduce their bill). A scenario's saving on the sessions it changes that is
 smaller than the model-only error on those same sessions is "not distinguishable", as is one
-whose 95% interval (paired bootstrap over sessions, `analysis.intervals`) contains 0.
+whose 95% interval (paired bootstrap over sessions, `analysis.intervals`) contains 0: the
+comparison is `analysis.whatif` (this room replays; it does not import the analysis).
 """
 
 from __future__ import annotations
@@ -40,9 +41,6 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
-
-from analysis import intervals as iv
 from replay.engine import ReplayOptions
 from replay.engine.calibration import send_times
 from replay.engine.loop import SESSION_FIGURES, replay_stream
@@ -58,8 +56,6 @@ ANTHROPIC_THINKING = "https://platform.claude.com/docs/en/build-with-claude/exte
 OPENAI_CACHING = "https://developers.openai.com/api/docs/guides/prompt-caching"
 REPLAY_MODEL = "docs/replay-model.md"
 VARIANT = "model-only"
-# Savings smaller than this per session are "not worth acting on" (issue 26 item 5: cents per session).
-PRACTICAL_PER_SESSION = 0.01
 # What a write costs beyond a read, and a ping's margin before the TTL, for the hindsight plan.
 PING_MARGIN_MS = 30_000
 
@@ -106,32 +102,32 @@ class Scenario:
         return ReplayOptions(replace(base.cache, **self.cache), prices, detail, whatif)
 
 
-_TTL_CARRIES = "input totals, uncached tails, outputs, first warm read, client breaks; not the log's TTLs"
+TTL_CARRIES = "input totals, uncached tails, outputs, first warm read, client breaks; not the log's TTLs"
 _TTL_RULE = ("Anthropic: entries live 5 minutes (write 1.25x input) or 1 hour (write 2x input), refreshed at no "
              "cost on every hit; reads 0.1x input")
 _BREAK_CARRIES = "everything the recorded-settings replay takes, less this one client break"
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
-    Scenario("ttl_5m", "cache", "every write with a 5-minute TTL", _TTL_RULE, ANTHROPIC_CACHING, _TTL_CARRIES,
+    Scenario("ttl_5m", "cache", "every write with a 5-minute TTL", _TTL_RULE, ANTHROPIC_CACHING, TTL_CARRIES,
              {"ttl": "5m"}),
-    Scenario("ttl_1h", "cache", "every write with a 1-hour TTL", _TTL_RULE, ANTHROPIC_CACHING, _TTL_CARRIES,
+    Scenario("ttl_1h", "cache", "every write with a 1-hour TTL", _TTL_RULE, ANTHROPIC_CACHING, TTL_CARRIES,
              {"ttl": "1h"}),
     Scenario("ttl_mixed", "cache", "1-hour TTL on the system/tools breakpoint, 5 minutes on the conversation",
              "Anthropic: up to 4 breakpoints per request; TTLs may be mixed when 1-hour entries come before "
-             "5-minute ones (the system prefix is first)", ANTHROPIC_CACHING, _TTL_CARRIES,
+             "5-minute ones (the system prefix is first)", ANTHROPIC_CACHING, TTL_CARRIES,
              {"ttl": "5m"}, ClientCache(system_ttl="1h")),
     Scenario("keepalive_15m", "cache",
              "5-minute TTL and a keep-alive ping every 270 s of idle time, for up to 15 minutes after a request",
              "Anthropic: a hit refreshes the entry's lifetime at no cost; a ping is a real request (cache read + "
-             "8 input + 1 output tokens), charged even when no request follows", ANTHROPIC_CACHING, _TTL_CARRIES,
+             "8 input + 1 output tokens), charged even when no request follows", ANTHROPIC_CACHING, TTL_CARRIES,
              {"ttl": "5m"}, ClientCache(keepalive=KeepAlive(270.0, 900.0))),
     Scenario("keepalive_60m", "cache",
              "5-minute TTL and a keep-alive ping every 270 s of idle time, for up to 60 minutes after a request",
-             "as keepalive_15m", ANTHROPIC_CACHING, _TTL_CARRIES,
+             "as keepalive_15m", ANTHROPIC_CACHING, TTL_CARRIES,
              {"ttl": "5m"}, ClientCache(keepalive=KeepAlive(270.0, 3600.0))),
     Scenario("online_1h_after_idle", "cache",
              "online rule: 5-minute writes until the stream's first idle gap over 5 minutes, 1-hour writes after",
-             _TTL_RULE + "; the rule uses only gaps already seen", ANTHROPIC_CACHING, _TTL_CARRIES,
+             _TTL_RULE + "; the rule uses only gaps already seen", ANTHROPIC_CACHING, TTL_CARRIES,
              {"ttl": "5m"}, ClientCache(ttl_rule="first_idle")),
     Scenario("no_thinking_switch", "client", "the client never switches extended thinking on or off mid-session",
              "Anthropic: changing thinking parameters invalidates message cache breakpoints (system and tools "
@@ -276,13 +272,14 @@ def _usage_cost(s, det: dict) -> float:
     return float(sum(c for c, ok in zip(det["cost"], usage) if ok))
 
 
-def whatif(ds: Dataset, opts: ReplayOptions, names: list[str] | None = None, n_resamples: int = iv.N_RESAMPLES,
-           on_step=None, per_session: bool = False) -> dict[str, Any]:
-    """Replay ``ds`` under each named scenario (all by default) and the offline bound, and compare
-    each with the model-only replay of the recorded settings, per session. ``opts``: the
-    recorded settings (its ``observed_evictions`` is ignored: every replay is model-only).
-    ``per_session``: also return every replayed setting's cost per session (``per_session``,
-    in the order of ``session_keys``)."""
+def replay_scenarios(ds: Dataset, opts: ReplayOptions, names: list[str] | None = None,
+                     on_step=None) -> dict[str, Any]:
+    """Replay ``ds`` under the recorded settings and each named scenario (all by default) and the
+    offline bound, every one model-only. ``opts``: the recorded settings (its
+    ``observed_evictions`` is ignored). Returns per session (in the order of ``session_keys``)
+    each setting's cost and cache-write tokens, the totals, the recorded bill, the recorded TTL
+    group and the model-only cost over the requests with usage of the recorded settings and of
+    every write 5m / 1h (the fidelity check's inputs); `analysis.whatif` compares them."""
     t0 = time.perf_counter()
     chosen = pick(names or [])
     base_opts = model_only(opts)
@@ -350,40 +347,11 @@ def whatif(ds: Dataset, opts: ReplayOptions, names: list[str] | None = None, n_r
             on_step(s)
     if need_bound:
         costs[BOUND], writes[BOUND] = bound_cost, bound_writes
-    recorded = _recorded(ds, base_opts.prices)
-    groups = _session_groups(ds)
-    fidelity = _fidelity(keys, groups, recorded, base_usage_cost, forced_usage_cost)
-    names_out = [n for n in chosen]
-    rows = _compare(keys, costs, writes, names_out, recorded, base_usage_cost, n_resamples)
-    for r in rows:
-        n = r["name"]
-        r["totals"] = totals[n]
-        if n == BOUND:
-            r.update(family="bound", summary="offline-optimal cache bound: per stream the cheapest of a hindsight "
-                     "schedule (per write 5m or 1h, per idle gap ping through or let expire) and every TTL/keep-alive "
-                     "scenario", rule="the TTL/keep-alive family chosen with hindsight", source="docs/replay-model.md",
-                     carries=_TTL_CARRIES, variant=f"{VARIANT} (hindsight)", chosen_per_stream=picked)
-        else:
-            sc = SCENARIOS[n]
-            r.update(family=sc.family, summary=sc.summary, rule=sc.rule, source=sc.source, carries=sc.carries,
-                     variant=VARIANT)
-    if need_bound and "online_1h_after_idle" in costs:
-        b = next(r for r in rows if r["name"] == BOUND)
-        online = next((r for r in rows if r["name"] == "online_1h_after_idle"), None)
-        if online is not None and b["saved"]["cost"] > 0:
-            b["online_share_of_bound"] = online["saved"]["cost"] / b["saved"]["cost"]
-    extra = {"session_keys": keys, "per_session": costs} if per_session else {}
-    return {
-        **extra,
-        "variant": VARIANT, "sessions": len(keys), "requests": ds.n_requests,
-        "baseline": {"name": "recorded settings", "variant": VARIANT, **totals["recorded"],
-                     "recorded_cost": sum(recorded.get(k, 0.0) for k in keys)},
-        "scenarios": rows, "fidelity": fidelity,
-        "practical_threshold_per_session": PRACTICAL_PER_SESSION,
-        "bootstrap": {"method": "paired percentile bootstrap over sessions", "resamples": n_resamples,
-                      "seed": iv.SEED, "level": iv.LEVEL},
-        "seconds": time.perf_counter() - t0,
-    }
+    return {"names": chosen, "session_keys": keys, "requests": ds.n_requests, "costs": costs, "writes": writes,
+            "totals": totals, "chosen_per_stream": picked if need_bound else None,
+            "recorded": _recorded(ds, base_opts.prices), "groups": _session_groups(ds),
+            "usage_cost": {"recorded": base_usage_cost, **forced_usage_cost},
+            "seconds": time.perf_counter() - t0}
 
 
 def _add(acc: dict, f: dict) -> None:
@@ -398,67 +366,3 @@ def _add(acc: dict, f: dict) -> None:
 
 def _merge(dets: list[dict]) -> dict:
     return {"cost": [c for d in dets for c in d["cost"]]}
-
-
-def _rel(sim: float, rec: float) -> float | None:
-    return None if rec == 0 else (sim - rec) / rec
-
-
-def _fidelity(keys, groups, recorded, base_cost, forced) -> dict[str, Any]:
-    """Model-only cost error against the recorded bill, per recorded TTL group: the recorded
-    settings' replay, and the replay forcing that group's own TTL on every write."""
-    out = {}
-    for g in ("5m", "1h"):
-        ks = [k for k in keys if groups[k] == g and recorded.get(k, 0.0) > 0]
-        rec = sum(recorded[k] for k in ks)
-        sim = sum(base_cost[k] for k in ks)
-        own = sum(forced[g][k] for k in ks)
-        within = sum(1 for k in ks if abs(_rel(base_cost[k], recorded[k]) or 0.0) <= 0.02)
-        out[g] = {"sessions": len(ks), "recorded_cost": rec, "model_only_cost": sim, "rel_error": _rel(sim, rec),
-                  f"every_write_{g}_cost": own, f"every_write_{g}_rel_error": _rel(own, rec),
-                  "sessions_within_2pct": within}
-    return out
-
-
-def _compare(keys, costs, writes, names, recorded, base_usage_cost, n_resamples) -> list[dict]:
-    """Per scenario: saving against the recorded settings (dollars, written tokens), with the
-    paired bootstrap interval, and whether it is distinguishable from the model's own error on
-    the sessions it changes."""
-    base = np.asarray(costs["recorded"], dtype=np.float64)
-    base_w = np.asarray(writes["recorded"], dtype=np.float64)
-    order = sorted(range(len(keys)), key=lambda i: (base[i], keys[i]))  # as analysis.intervals: not by key
-    idx = np.asarray(order, dtype=np.int64)
-    counts = iv.resample_counts(len(keys), n_resamples) if keys else None
-    rows = []
-    for n in names:
-        run = np.asarray(costs[n], dtype=np.float64)
-        run_w = np.asarray(writes[n], dtype=np.float64)
-        row = {"name": n}
-        for fig, b, r in (("cost", base, run), ("cache_write", base_w, run_w)):
-            saved = float(b.sum() - r.sum())
-            pct = saved / b.sum() if b.sum() else None
-            interval = None
-            if counts is not None and pct is not None:
-                interval = iv.ratio_intervals(b[idx], r[idx][None, :], counts, np.array([pct]))[0]
-            row.setdefault("baseline", {})[fig] = float(b.sum())
-            row.setdefault("scenario", {})[fig] = float(r.sum())
-            row.setdefault("saved", {})[fig] = saved
-            row.setdefault("saved_pct", {})[fig] = None if pct is None else 100 * pct
-            row.setdefault("interval_pct", {})[fig] = None if interval is None else {
-                "low": 100 * interval["low"], "high": 100 * interval["high"]}
-        diff = base - run
-        changed = [i for i in range(len(keys)) if abs(diff[i]) > iv.NOISE * max(abs(base[i]), 1e-12)]
-        rec = sum(recorded.get(keys[i], 0.0) for i in changed)
-        err = abs(sum(base_usage_cost[keys[i]] for i in changed) - rec) / rec if rec else None
-        on_changed = float(diff[changed].sum() / base[changed].sum()) if changed and base[changed].sum() else 0.0
-        row["sessions_changed"] = len(changed)
-        row["saving_on_changed_pct"] = 100 * on_changed
-        row["model_error_on_changed_pct"] = None if err is None else 100 * err
-        iv_cost = row["interval_pct"]["cost"]
-        iv_frac = None if iv_cost is None else {"low": iv_cost["low"] / 100, "high": iv_cost["high"] / 100}
-        row["distinguishable"] = bool(changed) and iv.distinguishable(on_changed, iv_frac, err)
-        row["per_session"] = row["saved"]["cost"] / len(keys) if keys else 0.0
-        row["worth_acting_on"] = row["distinguishable"] and row["saved"]["cost"] > 0 and \
-            row["per_session"] >= PRACTICAL_PER_SESSION
-        rows.append(row)
-    return rows

@@ -109,6 +109,17 @@ class WhatIf:
     client: ClientCache = ClientCache()
 
 
+# CacheConfig settings, with the value that describes the world the log was recorded in: any
+# other value is a what-if (a recorded miss it would change must not be copied from the log).
+RECORDED_WORLD = {"ttl": "log", "thinking_switch": "invalidate", "resume": "invalidate", "task_turns": "invalidate",
+                  "skill_turns": "invalidate"}
+
+
+def whatif_settings(cache: dict) -> list[str]:
+    """The settings of a cache configuration that make it a what-if, as ``key = value``."""
+    return [f"{k} = {cache[k]}" for k, v in RECORDED_WORLD.items() if k in cache and cache[k] != v]
+
+
 def first_idle_ttls(send: list[int], idle_ms: int = FIVE_MIN_MS) -> list[int]:
     """Per request: 5 minutes until the first request sent more than ``idle_ms`` after the
     previous one, 1 hour from it on. Online: request k's TTL depends on requests <= k only."""
