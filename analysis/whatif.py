@@ -26,12 +26,12 @@ PRACTICAL_PER_SESSION = 0.01
 
 
 def whatif(ds: Dataset, opts: ReplayOptions, names: list[str] | None = None, n_resamples: int = iv.N_RESAMPLES,
-           on_step=None, per_session: bool = False) -> dict[str, Any]:
+           on_step=None, per_session: bool = False, jobs: int = 1) -> dict[str, Any]:
     """Replay ``ds`` under each named scenario (all by default) and the offline bound, and compare
     each with the model-only replay of the recorded settings, per session. ``per_session``: also
     return every replayed setting's cost per session (``per_session``, in the order of
-    ``session_keys``)."""
-    raw = replay_scenarios(ds, opts, names, on_step)
+    ``session_keys``). ``jobs``: local worker processes for the replays."""
+    raw = replay_scenarios(ds, opts, names, on_step, jobs)
     keys, costs, writes, totals = raw["session_keys"], raw["costs"], raw["writes"], raw["totals"]
     recorded, usage = raw["recorded"], raw["usage_cost"]
     fidelity = _fidelity(keys, raw["groups"], recorded, usage)

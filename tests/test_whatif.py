@@ -300,3 +300,23 @@ def test_report_never_ranks_a_calibrated_whatif_and_leads_with_the_levers(sample
     rows = [line for line in board.splitlines() if line.startswith("| devboy_lru") or line.startswith("| noop")]
     marked = [i for i, line in enumerate(rows) if "what-if, calibrated: not ranked" in line]
     assert len(marked) == 2 and marked == [len(rows) - 2, len(rows) - 1]  # listed last
+
+
+def test_jobs_give_the_same_answer(sample_db):
+    def run(*extra):
+        r = CliRunner().invoke(main, ["whatif", "--db", str(sample_db), "--json", *extra])
+        assert r.exit_code == 0, r.output
+        got = json.loads(r.stdout)
+        got.pop("seconds")
+        return got
+
+    one, two = run(), run("--jobs", "2")
+    assert [x["name"] for x in one["scenarios"]] == [x["name"] for x in two["scenarios"]]
+    for a, b in zip(one["scenarios"], two["scenarios"]):
+        # the same replays summed in another order: equal up to float rounding
+        assert a["scenario"]["cost"] == pytest.approx(b["scenario"]["cost"], rel=1e-12)
+        assert a["interval_pct"]["cost"]["low"] == pytest.approx(b["interval_pct"]["cost"]["low"], rel=1e-9, abs=1e-9)
+        assert a["distinguishable"] == b["distinguishable"] and a["sessions_changed"] == b["sessions_changed"]
+    for g in ("5m", "1h"):
+        assert one["fidelity"][g]["sessions"] == two["fidelity"][g]["sessions"]
+        assert one["fidelity"][g]["model_only_cost"] == pytest.approx(two["fidelity"][g]["model_only_cost"], rel=1e-12)

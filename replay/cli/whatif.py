@@ -21,6 +21,9 @@ from replay.cli.common import (
                    "ttl_5m, ttl_1h, ttl_mixed, keepalive_15m, keepalive_60m, online_1h_after_idle, "
                    "no_thinking_switch, no_task_turns, no_skill_turns, no_resume_rerender, openai_caching, "
                    "rates_sonnet_4_5, bound_offline (`--list` describes each).")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local worker processes replaying the sessions (no short form: -j is --json); the result is the "
+                   "same for any number.")
 @click.option("--list", "list_only", is_flag=True, help="List the scenarios, the rule each rests on and its source, "
               "and exit (no database needed).")
 @click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
@@ -33,7 +36,7 @@ from replay.cli.common import (
              "changes, the model-only error on them, distinguishable, worth_acting_on and the rule and source it "
              "rests on; the model-only fidelity per recorded TTL (`fidelity`).")
 @format_option
-def whatif(db, dataset, scenarios, list_only, prices_file, price_date, since, until, projects, models, agents,
+def whatif(db, dataset, scenarios, jobs, list_only, prices_file, price_date, since, until, projects, models, agents,
            tz_name, key_file, as_json):
     """Cache what-ifs: what would these sessions have cost under another cache setting?
 
@@ -74,7 +77,8 @@ def whatif(db, dataset, scenarios, list_only, prices_file, price_date, since, un
     progress = count_progress("whatif", "{task.completed}/{task.total}", disable=as_json)
     with fail_on(PriceError, ValueError), progress:
         task = progress.add_task("", total=len(ds.sessions))
-        got = run_whatif(ds, ReplayOptions(CacheConfig(), prices), names, on_step=lambda s: progress.advance(task))
+        got = run_whatif(ds, ReplayOptions(CacheConfig(), prices), names, on_step=lambda s: progress.advance(task),
+                         jobs=jobs)
     got = {"dataset": dataset, "slice": slc, **got}
     if as_json:
         echo_json(got, default=None)

@@ -353,7 +353,8 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             read, written, uncached, bust = cache.request(
                 model, part, pos, t, total, unc_rec if unc_rec < total else total, sys_of[model], ttl, min_c[model],
                 changed_from, removed, sys_ttl)
-        if sys_ttl is not None and sys_ttl != ttl and written > 0 and read < sys_of[model] >= min_c[model]:
+        if sys_ttl is not None and sys_ttl != ttl and written > 0 and cache.system_bp and read < sys_of[model] \
+                and sys_of[model] >= min_c[model]:
             # a mixed layout: the part of the write up to the system breakpoint has its own TTL
             w_sys = min(sys_of[model], read + written) - read
             w5, w1h = (w_sys, written - w_sys) if ttl == ttl_1h else (written - w_sys, w_sys)

@@ -273,13 +273,17 @@ def _usage_cost(s, det: dict) -> float:
 
 
 def replay_scenarios(ds: Dataset, opts: ReplayOptions, names: list[str] | None = None,
-                     on_step=None) -> dict[str, Any]:
+                     on_step=None, jobs: int = 1) -> dict[str, Any]:
     """Replay ``ds`` under the recorded settings and each named scenario (all by default) and the
     offline bound, every one model-only. ``opts``: the recorded settings (its
     ``observed_evictions`` is ignored). Returns per session (in the order of ``session_keys``)
     each setting's cost and cache-write tokens, the totals, the recorded bill, the recorded TTL
     group and the model-only cost over the requests with usage of the recorded settings and of
-    every write 5m / 1h (the fidelity check's inputs); `analysis.whatif` compares them."""
+    every write 5m / 1h (the fidelity check's inputs); `analysis.whatif` compares them.
+    ``jobs`` > 1: sessions are replayed in that many local worker processes (joblib), in
+    contiguous chunks merged in session order, so the result is the same as with one."""
+    if jobs > 1 and len(ds.sessions) > 1:
+        return _parallel(ds, opts, names, on_step, jobs)
     t0 = time.perf_counter()
     chosen = pick(names or [])
     base_opts = model_only(opts)
@@ -366,3 +370,42 @@ def _add(acc: dict, f: dict) -> None:
 
 def _merge(dets: list[dict]) -> dict:
     return {"cost": [c for d in dets for c in d["cost"]]}
+
+
+def _chunk(ds: Dataset, opts: ReplayOptions, names: list[str] | None) -> dict[str, Any]:
+    return replay_scenarios(ds, opts, names)
+
+
+def _parallel(ds: Dataset, opts: ReplayOptions, names: list[str] | None, on_step, jobs: int) -> dict[str, Any]:
+    """``replay_scenarios`` over contiguous chunks of sessions in ``jobs`` worker processes.
+    A session's replay depends on no other session (the dataset's shared system prefixes are in
+    its arrays already), so the chunks' results only need concatenating in order."""
+    from joblib import Parallel, delayed
+
+    t0 = time.perf_counter()
+    n = len(ds.sessions)
+    size = max(1, math.ceil(n / (jobs * 4)))  # a few chunks per worker: long sessions do not idle the others
+    chunks = [ds.sessions[i:i + size] for i in range(0, n, size)]
+    par = Parallel(n_jobs=jobs, return_as="generator", batch_size=1)
+    parts = []
+    for chunk, part in zip(chunks, par(delayed(_chunk)(Dataset(ds.name, c, ds.vocab), opts, names) for c in chunks)):
+        parts.append(part)
+        if on_step:
+            for sess in chunk:
+                on_step(sess)
+    out = {k: parts[0][k] for k in ("names",)}
+    out["session_keys"] = [k for p in parts for k in p["session_keys"]]
+    out["requests"] = sum(p["requests"] for p in parts)
+    for key in ("costs", "writes"):
+        out[key] = {name: [v for p in parts for v in p[key][name]] for name in parts[0][key]}
+    out["totals"] = {name: {f: sum(p["totals"][name][f] for p in parts) for f in fig}
+                     for name, fig in parts[0]["totals"].items()}
+    picked = parts[0]["chosen_per_stream"]
+    out["chosen_per_stream"] = None if picked is None else {
+        k: sum(p["chosen_per_stream"][k] for p in parts) for k in picked}
+    out["recorded"] = {k: v for p in parts for k, v in p["recorded"].items()}
+    out["groups"] = {k: v for p in parts for k, v in p["groups"].items()}
+    out["usage_cost"] = {g: {k: v for p in parts for k, v in p["usage_cost"][g].items()}
+                         for g in parts[0]["usage_cost"]}
+    out["seconds"] = time.perf_counter() - t0
+    return out
