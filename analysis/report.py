@@ -143,9 +143,10 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     front = tables.pareto_front(mc[~mc["policy"].isin(["noop", *BOUNDS])])
     add("pareto", "Every calibrated run: cost saved against risk; the line is the Pareto frontier",
         plots.pareto(mc, front), "pareto")
-    sweeps = [s for s in mc["sweep_id"].dropna().unique()]
+    sweeps = [s for s in m["sweep_id"].dropna().unique()] if not m.empty else []
     for sid in sweeps:
-        t = tables.sweep_table(mc, sid)
+        # a sweep over a cache what-if grid runs model-only only (replay.experiments.sweep): its own variant
+        t = tables.sweep_table(tables.calibrated(m[m["sweep_id"] == sid]), sid)
         if t.empty:  # a sweep of baselines only (policy noop): nothing to draw against them
             continue
         var = tables.varying_columns(t)
@@ -191,7 +192,10 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         for sid in sweeps:
             n = int(((m["sweep_id"] == sid) & (m["policy"] != "noop")).sum())
             nb = int(((m["sweep_id"] == sid) & (m["policy"] == "noop")).sum())
-            md.append(f"Sweep `{sid}`: {n} runs (the charts show the calibrated variant; capacity 0 = unbounded)." if n
+            only_mo = not (tables.calibrated(m[m["sweep_id"] == sid])["cache_dict"].map(tables.variant)
+                           == "calibrated").any()
+            shown = "model-only: a cache what-if grid" if only_mo else "calibrated"
+            md.append(f"Sweep `{sid}`: {n} runs (the charts show the {shown} variant; capacity 0 = unbounded)." if n
                       else f"Sweep `{sid}`: {nb} no-op baseline(s) only, no policy runs to chart.")
         md += ["", _img_md("sweeps", figures), ""]
     if not study.empty:

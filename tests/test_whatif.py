@@ -320,3 +320,10 @@ def test_jobs_give_the_same_answer(sample_db):
     for g in ("5m", "1h"):
         assert one["fidelity"][g]["sessions"] == two["fidelity"][g]["sessions"]
         assert one["fidelity"][g]["model_only_cost"] == pytest.approx(two["fidelity"][g]["model_only_cost"], rel=1e-12)
+
+
+def test_scenario_option_help_names_every_scenario():
+    from replay.cli.whatif import whatif as cmd
+
+    text = next(o.help for o in cmd.params if o.name == "scenarios")
+    assert all(f"{n}," in text or f"{n} (" in text for n in [*SCENARIOS, BOUND])

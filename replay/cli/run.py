@@ -40,6 +40,18 @@ def _load_dataset(db: Path, dataset: str | None, slice_args: tuple | None = None
         return con, dataset, runs.load(con, dataset, slc), slc
 
 
+def _warn_calibrated_whatif(opts: dict) -> None:
+    """A calibrated run under a cache what-if setting prices the log's recorded misses: say so once."""
+    from replay.model.whatif import whatif_settings
+
+    cal = opts.get("calibrated")
+    found = whatif_settings(cal.cache.as_dict()) if cal is not None else []
+    if found:
+        err.print(f"warning: {', '.join(found)} is a cache what-if: the calibrated run copies the log's recorded cache "
+                  "misses, which that setting would change, so the report does not rank it; the model-only run is "
+                  "the prediction (`ctxreplay whatif` compares cache settings)", markup=False, highlight=False)
+
+
 def _notes(spec) -> None:
     """What load_spec changed (a what-if grid runs model-only), on stderr; --json puts them in `notes`."""
     for note in spec.notes:
@@ -170,6 +182,7 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
         policy = build(policy_name, params)
         opts = {v: make_options(ttl, breakpoints, VARIANT_EVICTIONS[v], prices_file, price_date, detail)
                 for v in chosen}
+    _warn_calibrated_whatif(opts)
     con, dataset, ds, slc = _load_dataset(db, dataset, (since, until, projects, models, agents, tz_name, key_file))
     progress = count_progress(f"replay {policy.name}", "{task.completed}/{task.total}", disable=as_json)
     done: dict[str, dict] = {}
