@@ -53,7 +53,8 @@ def _warn_calibrated_whatif(opts: dict) -> None:
 
 
 def _notes(spec) -> None:
-    """What load_spec changed (a what-if grid runs model-only), on stderr; --json puts them in `notes`."""
+    """What load_spec changed (a what-if grid runs model-only), on stderr once the command has
+    succeeded (a failure stays one `error:` line); --json puts them in `notes`."""
     for note in spec.notes:
         err.print(f"note: {note}", markup=False, highlight=False)
 
@@ -182,7 +183,6 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
         policy = build(policy_name, params)
         opts = {v: make_options(ttl, breakpoints, VARIANT_EVICTIONS[v], prices_file, price_date, detail)
                 for v in chosen}
-    _warn_calibrated_whatif(opts)
     con, dataset, ds, slc = _load_dataset(db, dataset, (since, until, projects, models, agents, tz_name, key_file))
     progress = count_progress(f"replay {policy.name}", "{task.completed}/{task.total}", disable=as_json)
     done: dict[str, dict] = {}
@@ -193,6 +193,7 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
                                               slice=slc)
             done[v] = {"run_id": run_id, "sessions": len(results),
                        "totals": {k: sum(r.figures[k] for r in results) for k in results[0].figures} if results else {}}
+    _warn_calibrated_whatif(opts)  # once the runs are stored: a failure stays one error line
     first = done[chosen[0]]
     if as_json:
         echo_json({"run_id": first["run_id"], "policy": policy.name, "dataset": dataset, "slice": slc,
@@ -297,8 +298,6 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, since, until, proje
 
     with fail_on(SpecError):
         spec = load_spec(spec_file)
-    if not as_json:
-        _notes(spec)
     con = open_db(db)
     dataset = pick_dataset(con, dataset or spec.dataset, db)
     slc = _slice(con, dataset, (since, until, projects, models, agents, tz_name, key_file))
@@ -317,6 +316,7 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, since, until, proje
     if as_json:
         echo_json(summary, default=None)
         return
+    _notes(spec)
     out.print(f"sweep [bold]{esc(res.sweep_id)}[/] ({esc(spec.name)}): {res.points} points, {res.skipped_points} "
               f"already finished; {res.sessions_done} session-configs run, {res.sessions_skipped} resumed; "
               f"{res.seconds:.1f}s ({summary['blocks_configs_per_s'] or 0:,} blocks·configs/s)")
@@ -342,14 +342,14 @@ def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
     with fail_on(SpecError):
         spec = load_spec(spec_file)
         limits = parse_limits(max_risk)
-    if not as_json:
-        _notes(spec)
     con, dataset, ds, _ = _load_dataset(db, dataset or spec.dataset)
     progress = count_progress("tune", "{task.completed}/{task.total} trials", disable=as_json)
     with fail_on(SpecError), progress:
         task = progress.add_task("", total=trials)
         res = run_tune(con, ds, spec, objective=objective, limits=limits, trials=trials, seed=seed,
                        on_trial=lambda t: progress.advance(task))
+    if not as_json:
+        _notes(spec)
     if as_json:
         echo_json({**res, "notes": spec.notes})
         return
