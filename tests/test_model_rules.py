@@ -163,27 +163,60 @@ def test_turn_end_write_is_timed_at_the_end_of_the_response():
     # at 2:00; the user answers at 6:00. Claude Code's unlogged turn-end request at 2:00 read the
     # 10,500 entry (refreshing it to 7:00) and cached 10,500 + 300 = 10,800 until 7:00, so at 6:00
     # the request reads 10,800 and writes the user's 200 tokens.
-    def session(recorded_read):
+    def session(recorded_read, version="2.1.37"):
         b = builder()
         b.block(500, "user_text")
         b.request(ts=0, w5=10_500, has_usage=True)
         b.block(300, "assistant_text", ts=2 * MIN)
         b.block(200, "user_text", ts=6 * MIN)
-        b.request(ts=6 * MIN, read=recorded_read, w5=11_000 - recorded_read, has_usage=True)
+        b.request(ts=6 * MIN, read=recorded_read, w5=11_000 - recorded_read, has_usage=True, version=version)
         return b
 
     # a model rule: applied without calibration whatever the log says
     for recorded in (10_800, 0):
-        d = run(session(recorded), ttl="5m", observed_evictions="none").detail
+        d = run(session(recorded), ttl="5m", observed_evictions="none", clock="send").detail
         assert d["cache_read"] == [0, 10_800] and d["cache_write_5m"] == [10_500, 200]
     # calibrated: only where the recorded read reaches the prefix it wrote
-    d = run(session(10_800), ttl="5m").detail
+    d = run(session(10_800), ttl="5m", clock="send").detail
     assert d["cache_read"] == [0, 10_800] and d["cache_write_5m"] == [10_500, 200]
-    d = run(session(0), ttl="5m").detail
+    d = run(session(0), ttl="5m", clock="send").detail
     assert d["cache_read"] == [0, 0] and d["cache_write_5m"] == [10_500, 11_000]
     # without the rule everything expired at 5:00: 11,000 written again
-    d = run(session(10_800), ttl="5m", turn_end_write="none", observed_evictions="none").detail
+    d = run(session(10_800), ttl="5m", turn_end_write="none", observed_evictions="none", clock="send").detail
     assert d["cache_read"] == [0, 0] and d["cache_write_5m"] == [10_500, 11_000]
+    # Claude Code 1.0.x sent no prompt suggestion, and a client that gives no version is not
+    # Claude Code 2.x: no turn-end write by default; "always" writes whatever the version
+    for version in ("1.0.80", None):
+        d = run(session(10_800, version), ttl="5m", observed_evictions="none", clock="send").detail
+        assert d["cache_read"] == [0, 0] and d["cache_write_5m"] == [10_500, 11_000]
+        d = run(session(10_800, version), ttl="5m", observed_evictions="none", clock="send",
+                turn_end_write="always").detail
+        assert d["cache_read"] == [0, 10_800] and d["cache_write_5m"] == [10_500, 200]
+
+
+def test_clock_end_starts_the_ttl_when_the_response_ended():
+    # r0 is looked up at 0:00; its response's blocks are stamped 0:30 (the request's own time),
+    # then 2:00 (its last block). The next request is sent at 6:30, 6:30 after r0 was sent but 4:30
+    # after its response ended: with the TTL measured from the response's end, the 5-minute entry
+    # is still there; measured from the send time, it expired at 5:00.
+    def session(last_block_ms):
+        b = builder()
+        b.block(500, "user_text", ts=0)
+        b.request(ts=MIN // 2, w5=10_500, has_usage=True)
+        b.block(300, "thinking", ts=MIN // 2)
+        b.block(100, "tool_use", ts=last_block_ms)
+        b.block(200, "tool_result", ts=6 * MIN + MIN // 2)
+        b.request(ts=7 * MIN, read=10_900, w5=200, has_usage=True)
+        return b
+
+    d = run(session(2 * MIN), ttl="5m", observed_evictions="none", clock="end").detail
+    assert d["cache_read"] == [0, 10_500] and d["cache_write_5m"] == [10_500, 600]
+    d = run(session(2 * MIN), ttl="5m", observed_evictions="none", clock="send").detail
+    assert d["cache_read"] == [0, 0] and d["cache_write_5m"] == [10_500, 11_100]
+    # a response block stamped more than 5 minutes after its request is a rewritten stamp, not
+    # the response's end: the TTL runs from the request's own time (0:30), expired at 5:30
+    d = run(session(6 * MIN), ttl="5m", observed_evictions="none", clock="end").detail
+    assert d["cache_read"] == [0, 0]
 
 
 def test_observed_write_replays_a_prefix_the_log_read_but_no_logged_request_wrote():

@@ -1,4 +1,5 @@
-"""The system prefix a stream shares with the rest of its dataset (``system_prefix = "dataset"``).
+"""The system prefix a stream shares with the rest of its dataset (``system_prefix = "dataset"``,
+and ``"earlier"``: with the sessions that started before it, tests/test_causal_prefix.py).
 
 A stream whose first request read nothing from cache does not show where Claude Code's first
 breakpoint (tools + system prompt) ends; other streams of the same model and client version
@@ -109,13 +110,13 @@ def test_a_shared_prefix_longer_than_the_overhead_is_not_used():
     from replay.model.arrays import _assign_shared_prefix
 
     _, st = cold_stream()
-    _assign_shared_prefix(st, {(SONNET, "2.1.37", True): 31_000.0}, [SONNET])
+    _assign_shared_prefix(st, {(SONNET, "2.1.37", True): 31_000.0}, [SONNET], st.shared_system_prefix)
     assert st.shared_system_prefix == {}
-    _assign_shared_prefix(st, {(SONNET, "2.1.37", True): 9_000.0}, [SONNET])
+    _assign_shared_prefix(st, {(SONNET, "2.1.37", True): 9_000.0}, [SONNET], st.shared_system_prefix)
     assert st.shared_system_prefix == {0: 9_000.0}
 
 
-def cold_stream(shared=None):
+def cold_stream(shared=None, prior=None):
     """30,000 overhead, the first request read nothing; r2 opens a turn after a thinking
     switch (the message entries are dropped, the system prefix is read)."""
     b = builder(overhead=30_000)
@@ -130,18 +131,24 @@ def cold_stream(shared=None):
     b.block(50, "assistant_text")
     if shared is not None:
         b.shared_system_prefix[0] = shared
+    if prior is not None:
+        b.prior_system_prefix[0] = prior
     return b, b.stream()
 
 
 def test_system_prefixes_by_hand():
-    _, st = cold_stream(10_000.0)
-    assert _system_prefixes(st, [30_000.0], CacheConfig()) == [10_000.0]
+    _, st = cold_stream(10_000.0, prior=12_000.0)
+    dataset = CacheConfig(system_prefix="dataset")
+    assert _system_prefixes(st, [30_000.0], dataset) == [10_000.0]
+    # the default: what the sessions that started earlier show
+    assert _system_prefixes(st, [30_000.0], CacheConfig()) == [12_000.0]
     assert _system_prefixes(st, [30_000.0], CacheConfig(system_prefix="log")) == [30_000.0]
     assert _system_prefixes(st, [30_000.0], CacheConfig(system_prefix="overhead")) == [30_000.0]
     # a policy that prunes 5,000 tokens of tools shortens it by as much
-    assert _system_prefixes(st, [25_000.0], CacheConfig()) == [5_000.0]
+    assert _system_prefixes(st, [25_000.0], dataset) == [5_000.0]
     # without a shared prefix the overhead stays
     _, st = cold_stream()
+    assert _system_prefixes(st, [30_000.0], dataset) == [30_000.0]
     assert _system_prefixes(st, [30_000.0], CacheConfig()) == [30_000.0]
 
 
@@ -151,17 +158,20 @@ def test_engine_reads_the_shared_prefix_after_a_switch():
     # the message entries are dropped, the system entry is read: 10,000 (dataset) or the
     # whole 30,000 overhead (log), and the rest of r2's 33,050 is written.
     b, st = cold_stream(10_000.0)
-    d = run(b, observed_evictions="none")
+    d = run(b, observed_evictions="none", system_prefix="dataset")
     assert d["cache_read"] == [0, 30_500, 10_000] and d["cache_write_5m"][2] == 23_050
     d = run(b, observed_evictions="none", system_prefix="log")
     assert d["cache_read"] == [0, 30_500, 30_000] and d["cache_write_5m"][2] == 3_050
-    d = run(b, LowerOverhead(), observed_evictions="none")
+    d = run(b, LowerOverhead(), observed_evictions="none", system_prefix="dataset")
     assert d["cache_read"][2] == 5_000
+    # no session started earlier: the default ("earlier") has nothing to take
+    d = run(b, observed_evictions="none")
+    assert d["cache_read"] == [0, 30_500, 30_000]
 
 
 def test_the_setting():
     # the default; a run stored before the setting existed replayed the whole overhead
-    assert CacheConfig().system_prefix == "dataset"
+    assert CacheConfig().system_prefix == "earlier"
     assert stored_settings({})["system_prefix"] == "overhead"
     with pytest.raises(ValueError, match="system_prefix"):
         CacheConfig(system_prefix="shared")

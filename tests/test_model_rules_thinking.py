@@ -29,7 +29,8 @@ SEC = 1000
 
 
 def builder(overhead=10_000, models=(SONNET,)):
-    return TraceBuilder(overhead=overhead, models=models)
+    # Claude Code 2.x: its turn-end write (the prompt suggestion) is part of these hand counts
+    return TraceBuilder(overhead=overhead, models=models, version="2.1.37")
 
 
 def run(b, policy=None, **cache):
@@ -425,7 +426,7 @@ def test_send_clock_reads_what_the_response_clock_has_expired():
     # after it (6:20).
     b = clock_stream(290 * SEC, 20 * SEC)
     # send clock: looked up at 6:00, before 6:10: reads 10,800, writes 200
-    d = run(b, ttl="5m", observed_evictions="none")
+    d = run(b, ttl="5m", observed_evictions="none", clock="send")
     assert d["cache_read"] == [0, 10_800] and d["cache_write_5m"] == [10_500, 200]
     # response clock: at 6:20 everything expired: 11,000 written
     d = run(b, ttl="5m", observed_evictions="none", clock="response")
@@ -436,9 +437,9 @@ def test_a_prompt_stamped_more_than_5_minutes_before_its_response_is_not_the_sen
     # the prompt at 1:20 (10 s after the response ended, every entry alive until 6:10):
     # its response 5:00 later (6:20) -> the prompt's stamp is the send time: a hit;
     # 5:00.001 later -> the stamp is ignored, the request's 6:20.001 is used: expired
-    d = run(clock_stream(10 * SEC, MAX_LATENCY_MS), ttl="5m", observed_evictions="none")
+    d = run(clock_stream(10 * SEC, MAX_LATENCY_MS), ttl="5m", observed_evictions="none", clock="send")
     assert d["cache_read"] == [0, 10_800]
-    d = run(clock_stream(10 * SEC, MAX_LATENCY_MS + 1), ttl="5m", observed_evictions="none")
+    d = run(clock_stream(10 * SEC, MAX_LATENCY_MS + 1), ttl="5m", observed_evictions="none", clock="send")
     assert d["cache_read"] == [0, 0]
 
 

@@ -17,8 +17,10 @@ MIN = 60_000
 
 
 class TraceBuilder:
-    def __init__(self, overhead: float = 10_000, models=("claude-sonnet-4-5",), session_key="s1"):
+    def __init__(self, overhead: float = 10_000, models=("claude-sonnet-4-5",), session_key="s1",
+                 version: str | None = None):
         self.overhead = overhead
+        self.version = version  # the client version of a request that names none
         self.models = list(models)
         self.session_key = session_key
         self.blocks: list[dict] = []
@@ -27,6 +29,7 @@ class TraceBuilder:
         self.turn = 0
         self.part_start = {0: 0}
         self.shared_system_prefix: dict[int, float] = {}  # model code -> the dataset's system prefix
+        self.prior_system_prefix: dict[int, float] = {}  # ... the one of the sessions that started earlier
         self.lines: dict[int, tuple[int, list[int]]] = {}  # read block -> (first line, line hashes)
         self.previews: set[int] = set()  # read blocks that are client previews
         self._codes: dict[str, dict] = {"tool": {}, "resource": {}, "chash": {}, "args": {}, "tool_use": {}}
@@ -80,7 +83,8 @@ class TraceBuilder:
                 event: str | None = None) -> int:
         self.requests.append(dict(r_pos=len(self.blocks), r_partition=self.partition, r_ts=ts, r_model=model,
                                   r_uncached=uncached, r_w5=w5, r_w1h=w1h, r_read=read, r_output=output,
-                                  r_has_usage=has_usage, r_user_turn=self.turn, r_version=version, r_event=event))
+                                  r_has_usage=has_usage, r_user_turn=self.turn,
+                                  r_version=version if version is not None else self.version, r_event=event))
         return len(self.requests) - 1
 
     def stream(self, stream_id: int = 0, kind: str = "main") -> Stream:
@@ -96,7 +100,8 @@ class TraceBuilder:
         return Stream(session_key=self.session_key, stream_id=stream_id, kind=kind, **cols, **rcols,
                       overhead={m: float(self.overhead) for m in range(len(self.models))},
                       part_start=dict(self.part_start), r_residual=[0.0] * n, r_evict=[1 << 30] * n,
-                      shared_system_prefix=dict(self.shared_system_prefix), lines=dict(self.lines),
+                      shared_system_prefix=dict(self.shared_system_prefix),
+                      prior_system_prefix=dict(self.prior_system_prefix), lines=dict(self.lines),
                       previews=frozenset(self.previews))
 
     def build(self) -> tuple[Session, Vocab]:

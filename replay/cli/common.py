@@ -261,13 +261,16 @@ def cache_options(f):
                      help="Cache breakpoint placement (claude-code: after system+tools and at the last message)."),
         click.option("--observed-evictions", type=click.Choice(["log", "none"]), default="log", show_default=True,
                      help="log: the calibrated variant (replay the cache evictions and writes the log records "
-                     "but the model cannot explain); none: the model-only variant."),
+                     "but the model cannot explain); none: the model-only (predictive) variant, which "
+                     "takes from the log each request's input size, time, model, TTL split and client "
+                     "events, and the first request's warm read, and predicts every hit and miss."),
         _setting("--warm-start", ["log", "cold"],
                  "log: a stream's system prefix is warm where the log shows a read of it (cached by "
                  "another session); cold: every stream starts with an empty cache."),
-        _setting("--turn-end-write", ["always", "none"],
-                 "Model Claude Code's unlogged turn-end request, which caches the conversation when a "
-                 "turn ends in assistant text (docs/replay-model.md); none: off."),
+        _setting("--turn-end-write", ["v2", "always", "none"],
+                 "v2: model Claude Code 2.x's unlogged turn-end request (its prompt suggestion), which "
+                 "caches the conversation when a turn ends in assistant text, for client versions 2.x "
+                 "and later (docs/replay-model.md); always: for every client; none: off."),
         _setting("--thinking-switch", ["invalidate", "ignore"],
                  "invalidate: a user turn that switches extended thinking on or off (budget-thinking "
                  "models) reads only the system prefix (docs/replay-model.md); ignore: off."),
@@ -286,14 +289,17 @@ def cache_options(f):
                  "log: where the log gives a request no time of its own (its stamp is shared with other "
                  "requests: rewritten), the recorded read decides in every variant; model: judged as if no "
                  "time had passed."),
-        _setting("--system-prefix", ["dataset", "log", "overhead"],
-                 "dataset: as log, and a stream whose first request read nothing takes the system prefix "
-                 "other streams of the dataset show for its model and client version; log: the "
+        _setting("--system-prefix", ["earlier", "dataset", "log", "overhead"],
+                 "earlier: as log, and a stream whose first request read nothing takes the system prefix "
+                 "the sessions that started before it show for its model and client version (later "
+                 "sessions never change a replay); dataset: the same from every session of the dataset, "
+                 "later ones included (not causal); log: the "
                  "system-prefix entry ends where the stream's first warm read ended; overhead: at the whole "
                  "overhead (system, tools and unrecorded first-message context)."),
-        _setting("--clock", ["send", "response"],
-                 "send: requests use the cache at their last input block's time; response: at the "
-                 "logged response time."),
+        _setting("--clock", ["end", "send", "response"],
+                 "end: requests look the cache up at their last input block's time, and what they read "
+                 "or write expires a TTL after their response's last block; send: both at the last input "
+                 "block's time; response: both at the logged response time."),
         click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      default=None, help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/"
                      "cache_write_1h/cache_read/output in $/Mtok)."),

@@ -253,6 +253,33 @@ def send_times(st: Stream, cfg: CacheConfig) -> list[int]:
     return out
 
 
+def refresh_times(st: Stream, cfg: CacheConfig) -> list[int] | None:
+    """Per request, when what it read or wrote starts its TTL (``cfg.clock == "end"``): when
+    its response ended, the time of the last block of that response (the assistant blocks
+    that follow its input), no earlier than the request's own time; a block stamped more than
+    ``MAX_LATENCY_MS`` after the request is not taken (rewritten stamps). None for the other
+    clocks (the lookup time is the refresh time)."""
+    if cfg.clock != "end":
+        return None
+    memo = st.__dict__.get("_refresh_memo")
+    if memo is not None:
+        return memo
+    ts, bk, out = st.ts, st.bkind, []
+    n = st.n_blocks
+    for k in range(st.n_requests):
+        t = st.r_ts[k]
+        end = t
+        i = st.r_pos[k]
+        while i < n and bk[i] in RESPONSE_KINDS:
+            b = ts[i]
+            if end < b <= t + MAX_LATENCY_MS:
+                end = b
+            i += 1
+        out.append(end)
+    st.__dict__["_refresh_memo"] = out
+    return out
+
+
 def unknown_times(st: Stream, cfg: CacheConfig) -> list[bool]:
     """Per request: True where the log gives no time for it, so the model cannot judge idle
     gaps and TTLs there (``cfg.unknown_times == "log"``): its time stamp is shared with
@@ -301,6 +328,8 @@ def fork_writes(st: Stream, cfg: CacheConfig) -> list[tuple[int, int]]:
     if cfg.turn_end_write == "none" or cfg.breakpoints == "none":
         return [(-1, 0)] * st.n_requests
     ends = turn_ends(st)
+    if cfg.turn_end_write == "v2":
+        ends = [e if _major(st.r_version[k] if st.r_version else None) >= 2 else (-1, 0) for k, e in enumerate(ends)]
     if cfg.observed_evictions != "log":
         return ends
     out = []
@@ -311,6 +340,14 @@ def fork_writes(st: Stream, cfg: CacheConfig) -> list[tuple[int, int]]:
         else:
             out.append((-1, 0))
     return out
+
+
+def _major(version: str | None) -> int:
+    """The major number of a client version ("2.1.37" -> 2); 0 where the log gives none."""
+    if not version:
+        return 0
+    head = version.split(".", 1)[0]
+    return int(head) if head.isdigit() else 0
 
 
 def observed_write_position(st: Stream, k: int, pos: int) -> int:

@@ -22,6 +22,7 @@ from replay.engine.calibration import (
     observed_write_position,
     observed_write_position_at,
     client_rewrites,
+    refresh_times,
     send_times,
     thinking_switches,
     unknown_times,
@@ -100,7 +101,8 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
     start), that read is the breakpoint; a policy that shrinks the overhead (pruned tool
     definitions) shrinks it by as much. Where it read nothing, ``system_prefix = "dataset"``
     takes the system prefix other streams of the dataset show for the model and client version
-    (``Stream.shared_system_prefix``); otherwise the whole overhead is taken."""
+    (``Stream.shared_system_prefix``), ``"earlier"`` the one the sessions that started earlier
+    show (``Stream.prior_system_prefix``); otherwise the whole overhead is taken."""
     out = list(overhead_of)
     if cfg.system_prefix == "overhead":
         return out
@@ -113,8 +115,11 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
         logged, rr = st.overhead.get(m, 0.0), float(st.r_read[k])
         if 0.0 < rr < logged:
             out[m] = max(0.0, rr - (logged - overhead_of[m]))
-        elif cfg.system_prefix == "dataset" and m in st.shared_system_prefix:
-            out[m] = max(0.0, st.shared_system_prefix[m] - (logged - overhead_of[m]))
+        else:
+            shared = (st.shared_system_prefix if cfg.system_prefix == "dataset"
+                      else st.prior_system_prefix if cfg.system_prefix == "earlier" else {})
+            if m in shared:
+                out[m] = max(0.0, shared[m] - (logged - overhead_of[m]))
     return out
 
 
@@ -281,6 +286,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     r_pos, r_part, r_model, r_ts = st.r_pos, st.r_partition, st.r_model, send_times(st, cfg)
     r_unc, r_read, r_out, eff = st.r_uncached, st.r_read, st.r_output, ctx.eff
     forks = fork_writes(st, cfg)
+    refresh = refresh_times(st, cfg)
     switches = thinking_switches(st, vocab.models, cfg)
     rewrites = client_rewrites(st, vocab.tool_names, cfg)
     # where the log gives no time, the TTL model cannot judge: the recorded read decides
@@ -322,7 +328,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             cacheable = total - unc_rec
             prefix = _prefix(st, eff, k, u, overhead)
             cache.request(model, part, u, t_end, prefix if prefix < cacheable else cacheable, 0.0, sys_of[model],
-                          ttl, min_c[model], None, 0.0, sys_ttl)
+                          ttl, min_c[model], None, 0.0, sys_ttl_ms=sys_ttl)
             if pinging and t_end < t:
                 # and from the turn-end write (a use of the cache) on
                 pinger.gap(cache, st, k, r_ts[k - 1], t_end, t, ping_gaps is not None, ttls[k - 1])
@@ -352,7 +358,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         else:
             read, written, uncached, bust = cache.request(
                 model, part, pos, t, total, unc_rec if unc_rec < total else total, sys_of[model], ttl, min_c[model],
-                changed_from, removed, sys_ttl)
+                changed_from, removed, refresh[k] if refresh is not None else None, sys_ttl_ms=sys_ttl)
         if sys_ttl is not None and sys_ttl != ttl and written > 0 and cache.system_bp and read < sys_of[model] \
                 and sys_of[model] >= min_c[model]:
             # a mixed layout: the part of the write up to the system breakpoint has its own TTL

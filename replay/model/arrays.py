@@ -16,13 +16,15 @@ dropped something we cannot see), BPE counts scaled by the stream's median ratio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Collection
 
 import numpy as np
 import pandas as pd
 
 from replay.ingest.trace import BLOCK_KINDS, TOOL_KINDS
 from replay.model.costs import price_key
+from replay.model.prefixes import _assign_shared_prefix, _first_warm_reads, _modes, _prior_modes
+from replay.model.prefixes import shared_system_prefixes  # noqa: F401  (part of this module's API)
 from replay.model.reads import load_read_lines, share_writes
 from replay.store.db import has_column
 
@@ -93,8 +95,10 @@ class Stream:
     r_event: list[str | None] = field(default_factory=list)
     # per model code, for a model whose first request here read nothing from cache: the system
     # prefix other streams of the dataset show for that model and client version
-    # (:func:`shared_system_prefixes`; the engine's ``system_prefix = "dataset"``)
+    # (:func:`shared_system_prefixes`; the engine's ``system_prefix = "dataset"``), and the one
+    # the sessions that started earlier show (``system_prefix = "earlier"``)
     shared_system_prefix: dict[int, float] = field(default_factory=dict)
+    prior_system_prefix: dict[int, float] = field(default_factory=dict)
     # read results with numbered lines: block position -> (first line number, keyed 64-bit hash
     # of each line), what ``policies.common.lines_equal`` compares; and the positions of client
     # previews of results too large to keep (never a full read). Empty for traces ingested before
@@ -164,8 +168,13 @@ def _codes(series: pd.Series) -> tuple[np.ndarray, list[str]]:
     return codes.astype(np.int64), [str(u) for u in uniques]
 
 
-def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[str] | None = None) -> Dataset:
-    """Load a dataset's trace into per-stream arrays (one query per table)."""
+def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[str] | None = None,
+                 prefix_from: Collection[str] | None = None) -> Dataset:
+    """Load a dataset's trace into per-stream arrays (one query per table).
+
+    ``prefix_from``: the sessions whose first warm reads the dataset-wide system prefix
+    (``system_prefix = "dataset"``) is derived from (default: every session of the dataset);
+    ``bench/fidelity_cv.py`` derives it on the folds it then does not score."""
     where = "s.dataset = $ds"
     params: dict[str, Any] = {"ds": dataset}
     if session_keys is not None:
@@ -247,68 +256,17 @@ def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[s
     for sts in by_session.values():
         if len(sts) > 1:
             share_writes(sts)
-    shared = shared_system_prefixes(con, dataset) if not reqs.empty else {}
-    if shared:
-        for sts in by_session.values():
+    if not reqs.empty:
+        rows = _first_warm_reads(con, dataset)
+        allowed = None if prefix_from is None else set(prefix_from)
+        shared = _modes(r[1:] for r in rows if allowed is None or r[0] in allowed)
+        prior = _prior_modes(con, dataset, rows, by_session)
+        for key, sts in by_session.items():
             for st in sts:
-                _assign_shared_prefix(st, shared, vocab.models)
+                _assign_shared_prefix(st, shared, vocab.models, st.shared_system_prefix)
+                _assign_shared_prefix(st, prior.get(key, {}), vocab.models, st.prior_system_prefix)
     sessions = [Session(k, a, by_session[k]) for k, a in sess.itertuples(index=False)]
     return Dataset(dataset, sessions, vocab)
-
-
-def shared_system_prefixes(con, dataset: str) -> dict[tuple[str, str, bool], float]:
-    """(model, client version, main stream?) -> the system prefix that streams of the whole
-    dataset (not only the sessions loaded) show for them: the most frequent cache read of a
-    stream's first request of the model where that read stopped inside the overhead (a warm
-    system prompt and tools, cached by another session), ties to the shorter. Claude Code's
-    tools and system prompt are the same for one client version and model, up to a few tokens
-    of environment (git status, date), and this is where its first breakpoint ends
-    (docs/replay-model.md, "System prefix"); a subagent or sidechain has its own, so main
-    streams and the others are kept apart. A read that stopped inside the overhead is one
-    shorter than the request's input total less the BPE size of its transcript blocks (an
-    estimate of the overhead that needs no anchoring, so that a subset of sessions sees the
-    same figures as the whole)."""
-    if not has_column(con, "requests", "client_version"):
-        return {}
-    rows = con.execute(
-        """WITH f AS (
-               SELECT r.session_key, r.stream_id, r.model, coalesce(r.speed = 'fast', false) AS fast,
-                      r.client_version, r.position, r.partition, r.cache_read,
-                      r.input_tokens + r.cache_write_5m + r.cache_write_1h + r.cache_read AS total,
-                      row_number() OVER (PARTITION BY r.session_key, r.stream_id, r.model,
-                                         coalesce(r.speed = 'fast', false) ORDER BY r.req_idx) AS rn
-               FROM requests r JOIN sessions s USING (session_key)
-               WHERE s.dataset = $ds AND r.has_usage AND r.model IS NOT NULL)
-           SELECT f.model, f.fast, f.client_version, st.kind = 'main' AS main, f.cache_read
-           FROM f JOIN streams st ON st.session_key = f.session_key AND st.stream_id = f.stream_id
-                  LEFT JOIN blocks b ON b.session_key = f.session_key AND b.stream_id = f.stream_id
-                                    AND b.partition = f.partition AND b.pos < f.position
-           WHERE f.rn = 1 AND f.cache_read > 0 AND f.client_version IS NOT NULL
-           GROUP BY f.session_key, f.stream_id, f.model, f.fast, f.client_version, st.kind, f.cache_read, f.total
-           HAVING f.cache_read < f.total - coalesce(sum(b.tokens), 0)""",
-        {"ds": dataset}).fetchall()
-    counts: dict[tuple[str, str, bool], dict[int, int]] = {}
-    for model, fast, version, main, read in rows:
-        c = counts.setdefault((price_key(model, "fast" if fast else None), version, bool(main)), {})
-        c[int(read)] = c.get(int(read), 0) + 1
-    return {key: float(min(c, key=lambda v: (-c[v], v))) for key, c in counts.items()}
-
-
-def _assign_shared_prefix(st: Stream, shared: dict[tuple[str, str, bool], float], models: list[str]) -> None:
-    """Give each model whose first request in the stream read nothing the dataset's system
-    prefix for its model, client version and stream kind, where that is shorter than the
-    stream's overhead."""
-    seen: set[int] = set()
-    for k in range(st.n_requests):
-        m = st.r_model[k]
-        if m in seen or not st.r_has_usage[k]:
-            continue
-        seen.add(m)
-        if st.r_read[k] != 0 or not st.r_version or not 0 <= m < len(models):
-            continue
-        v = shared.get((models[m], st.r_version[k], st.kind == "main"))
-        if v is not None and v < st.overhead.get(m, 0.0):
-            st.shared_system_prefix[m] = v
 
 
 def _make_stream(key: str, sid: int, kind: str, b: dict[str, np.ndarray], r: dict[str, np.ndarray],

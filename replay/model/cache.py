@@ -50,11 +50,13 @@ class CacheConfig:
         request, for every policy alike; and where the recorded read covers more than the
         no-op replay holds, the prefix it covers is written (an observed write: a request the
         log does not show). "none" ignores both: the model-only variant.
-    turn_end_write: "always": when a request opens a user turn after a response that ended
-        in assistant text, the conversation up to that text was cached when the response
-        ended (Claude Code 2.x sends an unlogged request there, its prompt suggestion); with
-        observed evictions on, only where the next recorded read reaches that prefix.
-        "none": no such write.
+    turn_end_write: "v2": when a request of a client version 2.x or later (the version the
+        log gives: Claude Code) opens a user turn after a response that ended in assistant
+        text, the conversation up to that text was cached when the response ended (Claude
+        Code 2.x sends an unlogged request there, its prompt suggestion; 1.0.x did not: its
+        next turns read the previous request's prefix, docs/replay-model.md, "Turn-end
+        write"); with observed evictions on, only where the next recorded read reaches that
+        prefix. "always": the same for every client and version. "none": no such write.
     thinking_switch: "invalidate": a request that opens a user turn with extended thinking
         switched on or off since the previous turn (visible for models with budget thinking:
         the turn's first response has a thinking block or not) cannot read the message
@@ -88,9 +90,12 @@ class CacheConfig:
         stream's first request read from cache when that is less than the whole overhead (the
         rest is first-message context the transcript does not record), else at the overhead;
         "overhead": always at the overhead (tools, system prompt and that context).
-    clock: when a request looks up and refreshes the cache. "send": when it was sent, the
-        time of its last input block (the log stamps a request with its response, which can
-        come minutes later after long thinking); "response": the request's own time.
+    clock: when a request looks up and refreshes the cache. "send": both when it was sent,
+        the time of its last input block (the log stamps a request with its response, which
+        can come minutes later after long thinking); "end": looked up when sent, and what it
+        read or wrote expires a TTL after its response ended (its last logged block: the
+        idle gaps of the shared logs split hits from misses at 300 s measured from there,
+        docs/replay-model.md, "TTL edge"); "response": both at the request's own time.
     """
 
     ttl: str = "log"
@@ -99,23 +104,23 @@ class CacheConfig:
     min_cacheable: int | None = None
     warm_start: str = "log"
     observed_evictions: str = "log"
-    turn_end_write: str = "always"
+    turn_end_write: str = "v2"
     thinking_switch: str = "invalidate"
     resume: str = "invalidate"
     task_turns: str = "invalidate"
     skill_turns: str = "invalidate"
     unknown_times: str = "log"
-    system_prefix: str = "dataset"
-    clock: str = "send"
+    system_prefix: str = "earlier"
+    clock: str = "end"
 
     def __post_init__(self):
         for name, allowed in (("ttl", TTLS), ("breakpoints", BREAKPOINTS), ("warm_start", WARM_STARTS),
-                              ("observed_evictions", ("log", "none")), ("turn_end_write", ("always", "none")),
+                              ("observed_evictions", ("log", "none")), ("turn_end_write", ("v2", "always", "none")),
                               ("thinking_switch", ("invalidate", "ignore")), ("resume", ("invalidate", "ignore")),
                               ("task_turns", ("invalidate", "ignore")), ("skill_turns", ("invalidate", "ignore")),
                               ("unknown_times", ("log", "model")),
-                              ("system_prefix", ("dataset", "log", "overhead")),
-                              ("clock", ("send", "response"))):
+                              ("system_prefix", ("dataset", "earlier", "log", "overhead")),
+                              ("clock", ("send", "end", "response"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"cache.{name} = {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
         if self.lookback_blocks is not None and self.lookback_blocks < 0:
@@ -284,13 +289,17 @@ class StreamCache:
 
     def request(self, model: int, part: int, pos: int, t: int, total: float, uncached: float,
                 overhead: float, ttl_ms: int, min_cacheable: int, changed_from: int | None,
-                removed: float = 0.0, sys_ttl_ms: int | None = None) -> tuple[float, float, float, float]:
+                removed: float = 0.0, t_ref: int | None = None,
+                sys_ttl_ms: int | None = None) -> tuple[float, float, float, float]:
         """``removed``: tokens the policy's change took out of this request's input; the
-        bust is measured against the entry the unchanged input would have read.
-        ``sys_ttl_ms``: the TTL of the system-prefix breakpoint when the client gives it its
-        own (a mixed layout: 1h there, ``ttl_ms`` on the conversation); None: ``ttl_ms``."""
+        bust is measured against the entry the unchanged input would have read. The cache is
+        looked up at ``t``; what the request reads or writes expires ``ttl`` after ``t_ref``
+        (default ``t``; ``clock = "end"``: the end of its response). ``sys_ttl_ms``: the TTL of
+        the system-prefix breakpoint when the client gives it its own (a mixed layout: 1h there,
+        ``ttl_ms`` on the conversation); None: ``ttl_ms``."""
         if not self.enabled:
             return 0.0, 0.0, total, 0.0
+        tr = t if t_ref is None or t_ref < t else t_ref
         cacheable = total - uncached
         bust = 0.0
         if changed_from is not None:
@@ -307,14 +316,14 @@ class StreamCache:
         read = 0.0
         if best is not None and best[3] >= min_cacheable:
             read = best[3] if best[3] < cacheable else cacheable
-            best[4] = t + best[5]
+            best[4] = tr + best[5]
         if cacheable >= min_cacheable:
             written = cacheable - read
             if written > 0:
                 # shorter entries this one extends are kept, for every policy alike: a later
                 # request with a shorter cacheable prefix (a larger uncached tail), or one after
                 # a retroactive edit, may need them
-                self._add([model, part, pos, cacheable, t + ttl_ms, ttl_ms])
+                self._add([model, part, pos, cacheable, tr + ttl_ms, ttl_ms])
             unc = uncached
         else:
             written = 0.0
@@ -326,12 +335,12 @@ class StreamCache:
             for e in self.sys:
                 if e[0] == model and e[3] == overhead:
                     if e[4] >= t:
-                        e[4] = t + e[5]
+                        e[4] = tr + e[5]
                         break
-                    e[4] = t + ttl_ms
+                    e[4] = tr + ttl_ms
                     e[5] = ttl_ms
                     break
             else:
-                self._add([model, SYS, 0, overhead, t + ttl_ms, ttl_ms])
+                self._add([model, SYS, 0, overhead, tr + ttl_ms, ttl_ms])
         self._prune(t)
         return read, written, unc, bust
