@@ -3,7 +3,8 @@
     python bench/figures.py [--logs ../shared/logs] [--out /tmp/ctxreplay-figures]
 
 For each of `claude-code/` and `entire-cli/`: ingest into a fresh DuckDB file, `validate`
-(calibrated, model-only, raw BPE: sessions within targets, corpus errors, request match),
+(calibrated, model-only, raw BPE: sessions within targets, corpus errors, request match; the
+naive predictors beside model only),
 then every registered policy at its source's defaults under both cache variants and the
 offline-optimal bounds, and print Markdown tables of the savings with their 95% intervals
 (`compare`). Everything goes through the CLI, exactly as a user would run it; the commands
@@ -48,6 +49,17 @@ def fidelity(db: str) -> None:
               f"{pct(e['cache_write'])} | {pct(e['cost'])} | {100 * v['request_match']:.2f}% |")
     rec = rep["overall"]["recorded"]["cost"]
     print(f"\nrecorded cost ${rec:,.2f}\n")
+    # the naive predictors on the same recorded input sizes: how much of model only's match is the model's
+    print("| predictor | sessions within targets | reads | writes | cost | requests matched | its misses model only "
+          "matches | its matches model only misses | skill |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, v in rep["naive"].items():
+        e, c = v["rel_error"], v["vs_model_only"]
+        sk = "—" if c["skill"] is None else f"{100 * c['skill']:+.0f}%"
+        print(f"| {name} | {v['sessions_within_targets']} / {v['sessions']} | {pct(e['cache_read'])} | "
+              f"{pct(e['cache_write'])} | {pct(e['cost'])} | {100 * v['request_match']:.2f}% | "
+              f"{c['explained']} of {c['naive_misses']} | {c['new_misses']} | {sk} |")
+    print()
 
 
 def policies(db: str) -> None:

@@ -141,3 +141,33 @@ def test_a_session_replays_the_same_alone_when_nothing_started_before_it(tmp_pat
 @pytest.mark.parametrize("value", ["earlier", "dataset", "log", "overhead"])
 def test_every_value_is_accepted(value):
     assert CacheConfig(system_prefix=value).system_prefix == value
+
+
+def test_a_version_no_earlier_session_shows_borrows_the_nearest_one(tmp_path):
+    from replay.engine.pricing import _system_prefixes
+    from replay.model.prefixes import _nearest_version
+
+    shared = {(OPUS, "2.1.37", True): 10_000.0, (OPUS, "2.1.41", True): 11_000.0,
+              (OPUS, "2.1.38", False): 6_000.0, ("other-model", "2.1.39", True): 1.0}
+    # the closest earlier version first, then the closest later one; same model and stream kind
+    assert _nearest_version(shared, OPUS, "2.1.39", True) == 10_000.0
+    assert _nearest_version(shared, OPUS, "2.1.2", True) == 10_000.0
+    assert _nearest_version(shared, OPUS, "2.1.50", True) == 11_000.0
+    assert _nearest_version(shared, OPUS, "2.1.39", False) == 6_000.0
+    assert _nearest_version(shared, OPUS, None, True) is None
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    _start(logs, "warm-old", 10_000, 1, version="2.1.37")
+    _start(logs, "cold-new", 0, 2, version="2.1.39")
+    db = tmp_path / "t.duckdb"
+    ingest([logs], db)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        ds = load_dataset(con, "default")
+    finally:
+        con.close()
+    st = next(s.streams[0] for s in ds.sessions if s.streams[0].r_read[0] == 0)
+    assert st.prior_system_prefix == {} and st.prior_system_prefix_near == {0: 10_000.0}
+    over = [st.overhead[0]]
+    assert _system_prefixes(st, over, CacheConfig()) == [10_000.0]
+    assert _system_prefixes(st, over, CacheConfig(prefix_versions="same")) == over

@@ -140,7 +140,9 @@ def test_fidelity_both_variants(corpus):
     of 5 files are read from their progress records (43 more requests, 2,801): calibrated
     27/27, reads +0.00%, writes -0.05%, cost -0.01%, 99.96%; model only 19/27, reads +0.18%,
     writes -5.20%, cost -1.12%, 98.14% (the 43 subagent requests alone: reads +0.04%,
-    writes -0.21%, 97.67% matched; `python bench/stream_kinds.py`)."""
+    writes -0.21%, 97.67% matched; `python bench/stream_kinds.py`). With the causal system
+    prefix, its nearest-version fallback and the response-end clock (2026-11-26): model only
+    21/27, cost -0.34%, 98.29% matched (floor 20)."""
     from replay import store
     from replay.engine import ReplayOptions
     from replay.experiments.validate import validate
@@ -157,7 +159,7 @@ def test_fidelity_both_variants(corpus):
     assert abs(e["cache_read"]) <= 0.005 and abs(e["cache_write"]) <= 0.02 and abs(e["cost"]) <= 0.005
     assert cal["request_match"] >= 0.995 and o["request_match"] == cal["request_match"]
     assert o["request_match_counts"]["requests"] == cal["requests"] == 2801
-    assert mo["sessions_within_targets"] >= 19
+    assert mo["sessions_within_targets"] >= 20
     m = mo["rel_error"]
     assert abs(m["cache_read"]) <= 0.005 and abs(m["cache_write"]) <= 0.06 and abs(m["cost"]) <= 0.015
     assert mo["request_match"] >= 0.98
@@ -179,7 +181,12 @@ def test_fidelity_entire_cli(tmp_path):
     +0.00%, writes -0.07%, cost -0.03%, 99.99%; model only 108/143, reads +0.06%, writes -1.36%,
     cost -0.60%, 98.65% (the subagent requests alone: reads +0.02%, writes -0.17%, 99.89%
     matched; `python bench/stream_kinds.py`). The floors are unchanged, but the one on
-    sessions follows the measure, one below it as before (106 -> 107)."""
+    sessions follows the measure, one below it as before (106 -> 107). Since the causal system
+    prefix (2026-11-26: only sessions that started earlier lend theirs, the nearest client
+    version where none shows the stream's own, the TTL from the response's end, the turn-end
+    write for Claude Code 2.x only): model only 107/143, cost -0.75%, 98.61% matched; the
+    in-sample dataset-wide prefix gave 108/143, which a replay may not use (it sees later
+    sessions), so the floor is one below the causal measure: 106."""
     from replay import store
     from replay.engine import ReplayOptions
     from replay.experiments.validate import validate
@@ -202,6 +209,40 @@ def test_fidelity_entire_cli(tmp_path):
     assert abs(e["cache_read"]) <= 0.005 and abs(e["cache_write"]) <= 0.02 and abs(e["cost"]) <= 0.005
     assert cal["request_match"] >= 0.995
     m = mo["rel_error"]
-    assert mo["sessions_within_targets"] >= 107
+    assert mo["sessions_within_targets"] >= 106
     assert abs(m["cache_read"]) <= 0.005 and abs(m["cache_write"]) <= 0.025 and abs(m["cost"]) <= 0.01
     assert mo["request_match"] >= 0.985
+
+
+def test_held_fold_table_adds_up_and_agrees_with_validate(corpus):
+    """bench/fidelity_cv.py's numbers: the default setting's folds add up to validate's
+    model-only figures; each alternative is scored on every fold and gets a verdict; the
+    dataset-wide prefix derived on the other fold is scored on the held one only."""
+    from replay import store
+    from replay.engine import ReplayOptions
+    from replay.experiments.fidelity_cv import ALTERNATIVES, compare, cross_validate, fold_of, markdown, Score
+    from replay.experiments.validate import validate
+
+    _, db, _ = corpus
+    con = store.connect(db, read_only=True)
+    res = cross_validate(con, "default", ReplayOptions(), k=2)
+    mo = validate(con, "default", ReplayOptions())["variants"]["model_only"]
+    keys = [k for (k,) in con.execute("SELECT session_key FROM sessions").fetchall()]
+    con.close()
+    assert res["folds"] == [sum(fold_of(k, 2) == f for k in keys) for f in (0, 1)] and sum(res["folds"]) == 27
+    tot = res["total"]["default"]
+    assert (tot["sessions"], tot["within_targets"], tot["matched"], tot["requests"]) == \
+        (mo["sessions"], mo["sessions_within_targets"], mo["matched"], mo["requests"])
+    assert abs(tot["cost_error"] - mo["rel_error"]["cost"]) < 1e-9
+    n_alt = sum(len(v) - 1 for v in ALTERNATIVES.values()) + 1  # + dataset (held)
+    assert len(res["verdicts"]) == n_alt and all(len(v) == 2 for v in res["verdicts"].values())
+    held = res["total"]["system_prefix=dataset (held)"]
+    assert held["sessions"] == 27 and held["requests"] == mo["requests"]
+    # the Claude Code 1.0.x copies: judging their rewritten stamps as times loses the bill (the
+    # folds follow the ingest key, so which fold holds them varies)
+    assert "helps" in res["verdicts"]["unknown_times=model"] and res["earned"]["unknown_times=model"]
+    assert "| default against |" in markdown(res)
+    # the verdict's rule: fewer matches or a larger summed error hurts; equal is "same"
+    a = Score(sessions=1, requests=10, matched=9, recorded=1.0, simulated=1.1, abs_error=0.1)
+    b = Score(sessions=1, requests=10, matched=8, recorded=1.0, simulated=1.0, abs_error=0.2)
+    assert compare(a, b) == "helps" and compare(b, a) == "hurts" and compare(a, a) == "same"

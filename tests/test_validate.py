@@ -66,8 +66,39 @@ def test_validate_cli_json_shape_and_plot(sample_db, tmp_path):
     r = CliRunner().invoke(main, ["validate", "--db", str(sample_db), "--plot", str(plot)])
     assert r.exit_code == 0, r.output
     for text in ("calibrated", "model only", "raw BPE", "sessions within targets", "requests whose read matches",
-                 "simulated less / more", "ok (model only)"):
+                 "simulated less / more", "ok (model only)", "never breaks", "TTL only",
+                 "its misses the model matches", "skill: 1 - model misses / its misses"):
         assert text in r.output, text
+
+
+def test_validate_cli_json_naive_predictors(sample_db, tmp_path):
+    """`validate --json` reports the naive predictors beside the model-only variant: corpus-wide
+    (``naive``), per agent and per session, with the comparison to the model's requests."""
+    r = CliRunner().invoke(main, ["validate", "--db", str(sample_db), "--json", "--plot", str(tmp_path / "v.png")])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    mo = data["variants"]["model_only"]
+    assert set(data["naive"]) == {"never_breaks", "ttl_only"}
+    for name, v in data["naive"].items():
+        assert {"rel_error", "simulated", "sessions", "sessions_within_targets", "request_match", "requests",
+                "matched", "sim_less", "sim_more", "vs_model_only", "cache_config"} <= set(v)
+        assert v["requests"] == mo["requests"] == v["matched"] + v["sim_less"] + v["sim_more"]
+        assert v["sessions"] == mo["sessions"] and isinstance(v["sessions_within_targets"], int)
+        vs = v["vs_model_only"]
+        assert vs["naive_misses"] == v["requests"] - v["matched"]
+        assert vs["model_misses"] == mo["requests"] - mo["matched"]
+        assert vs["model_misses"] == vs["naive_misses"] - vs["explained"] + vs["new_misses"]
+        if vs["naive_misses"]:
+            assert vs["skill"] == pytest.approx((vs["explained"] - vs["new_misses"]) / vs["naive_misses"])
+        cfg = v["cache_config"]
+        assert (cfg["observed_evictions"], cfg["turn_end_write"], cfg["resume"]) == ("none", "none", "ignore")
+        assert cfg["expiry"] == ("never" if name == "never_breaks" else "ttl")
+        # the per-session figures add up to the corpus-wide ones
+        assert sum(s["naive"][name]["matched"] for s in data["sessions"]) == v["matched"]
+        assert sum(1 for s in data["sessions"] if s["naive"][name]["within_targets"]) == v["sessions_within_targets"]
+    for a in data["overall"]["by_agent"].values():
+        assert set(a["naive"]) == {"never_breaks", "ttl_only"}
+    assert data["cache_config"]["expiry"] == "ttl"
 
 
 def test_read_match_tolerance_is_max_256_tokens_or_1_percent():
@@ -258,3 +289,15 @@ def test_all_35_shared_files_ingest_and_every_agent_is_covered(tmp_path):
     by = rep["overall"]["by_agent"]
     assert by["codex"]["sessions"] == 5 and by["claude-code"]["sessions"] == 27
     assert by["gemini-cli"]["sessions"] == 0 and "no input usage" in by["gemini-cli"]["note"]
+
+
+def test_skill_on_a_loaded_dataset_agrees_with_validate(sample_db):
+    from replay.experiments.validate import skill
+    from replay.model.arrays import load_dataset
+
+    con = store.connect(sample_db, read_only=True)
+    rep = validate(con, "sample", ReplayOptions())
+    got = skill(load_dataset(con, "sample"), ReplayOptions())
+    con.close()
+    assert got["model_only"] == rep["variants"]["model_only"]
+    assert got["naive"] == {k: {f: x for f, x in v.items() if f != "cache_config"} for k, v in rep["naive"].items()}

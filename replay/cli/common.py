@@ -296,6 +296,10 @@ def cache_options(f):
                  "later ones included (not causal); log: the "
                  "system-prefix entry ends where the stream's first warm read ended; overhead: at the whole "
                  "overhead (system, tools and unrecorded first-message context)."),
+        _setting("--prefix-versions", ["nearest", "same"],
+                 "nearest: a cold stream whose client version no other session shows borrows the "
+                 "system prefix of the nearest version (the closest earlier one first); same: only "
+                 "its own version's."),
         _setting("--clock", ["end", "send", "response"],
                  "end: requests look the cache up at their last input block's time, and what they read "
                  "or write expires a TTL after their response's last block; send: both at the last input "

@@ -145,7 +145,7 @@ def slice_text(slc: dict | None) -> str:
 
 # the cache settings a baseline command repeats when they differ from `CacheConfig`'s defaults
 CACHE_FLAGS = ("ttl", "breakpoints", "warm_start", "turn_end_write", "thinking_switch", "resume", "task_turns",
-               "skill_turns", "unknown_times", "system_prefix", "clock")
+               "skill_turns", "unknown_times", "system_prefix", "prefix_versions", "clock")
 
 
 def _cache_fields() -> set[str]:
@@ -387,7 +387,10 @@ def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, pri
 
     Per session and overall: recorded vs simulated input total, cache reads, cache writes
     and cost with relative errors, for the calibrated model (the one every run uses), the
-    TTL/breakpoint model alone, and raw BPE counts without anchoring.
+    TTL/breakpoint model alone, and raw BPE counts without anchoring. Beside the model alone,
+    two naive predictors given the same recorded input sizes, one that never breaks the cache
+    and one that breaks it only on TTL expiry, and how many of their misses the model matches
+    (its skill; docs/replay-model.md, "Skill").
     """
     from replay.model.costs import PriceError
     from replay.experiments.validate import plot_worst, public
@@ -455,8 +458,37 @@ def _print_validation(pub: dict, plot_path: Path) -> None:
               *(f"{share(v['request_match'])} of {v['requests']:,}" for v in vs.values()))
     f.add_row("  simulated less / more", *(f"{v['sim_less']:,} / {v['sim_more']:,}" for v in vs.values()))
     _print_table(f)
+    _print_skill(pub)
     out.print(f"  recorded cost ${o['recorded']['cost']:,.2f}, simulated ${o['simulated']['cost']:,.2f}; "
               f"{o['requests_with_residual']} of {o['requests']} requests carry a residual; plot: {esc(plot_path)}")
+
+
+def _print_skill(pub: dict) -> None:
+    """The model-only variant beside the naive predictors given the same recorded input sizes."""
+    naive = pub.get("naive") or {}
+    if not naive:
+        return
+    mo = pub["variants"]["model_only"]
+    cols = {"model only": mo, "never breaks": naive["never_breaks"], "TTL only": naive["ttl_only"]}
+    t = Table("corpus-wide", *cols, title="Skill: model only against naive predictors on the same input sizes "
+              "(never breaks: no expiry, no client rule; TTL only: breaks on TTL expiry only)")
+
+    def pct(v, digits=2):
+        return "n/a" if v is None else f"{v:+.{digits}%}"
+
+    t.add_row("sessions within targets", *(f"{v['sessions_within_targets']}/{v['sessions']}" for v in cols.values()))
+    t.add_row("cost / writes", *(f"{pct(v['rel_error']['cost'])} / {pct(v['rel_error']['cache_write'])}"
+                                 for v in cols.values()))
+    t.add_row("requests matched", *("-" if v["request_match"] is None else
+                                    f"{v['request_match']:.2%} ({v['requests'] - v['matched']:,} missed)"
+                                    for v in cols.values()))
+    vs = [naive[k]["vs_model_only"] for k in ("never_breaks", "ttl_only")]
+    t.add_row("its misses the model matches", "", *(f"{x['explained']:,} of {x['naive_misses']:,}"
+                                                    + ("" if x["explained_share"] is None
+                                                       else f" ({x['explained_share']:.0%})") for x in vs))
+    t.add_row("its matches the model misses", "", *(f"{x['new_misses']:,}" for x in vs))
+    t.add_row("skill: 1 - model misses / its misses", "", *(pct(x["skill"], 0) for x in vs))
+    _print_table(t)
 
 
 COMMANDS = [compare, report, validate]

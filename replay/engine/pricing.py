@@ -116,10 +116,14 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
         if 0.0 < rr < logged:
             out[m] = max(0.0, rr - (logged - overhead_of[m]))
         else:
-            shared = (st.shared_system_prefix if cfg.system_prefix == "dataset"
-                      else st.prior_system_prefix if cfg.system_prefix == "earlier" else {})
-            if m in shared:
-                out[m] = max(0.0, shared[m] - (logged - overhead_of[m]))
+            shared, near = ((st.shared_system_prefix, st.shared_system_prefix_near) if cfg.system_prefix == "dataset"
+                            else (st.prior_system_prefix, st.prior_system_prefix_near)
+                            if cfg.system_prefix == "earlier" else ({}, {}))
+            v = shared.get(m)
+            if v is None and cfg.prefix_versions == "nearest":
+                v = near.get(m)
+            if v is not None:
+                out[m] = max(0.0, v - (logged - overhead_of[m]))
     return out
 
 

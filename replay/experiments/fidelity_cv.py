@@ -37,6 +37,7 @@ ALTERNATIVES = {
     "unknown_times": ("log", "model"),
     "clock": ("end", "send", "response"),
     "system_prefix": ("earlier", "dataset", "log", "overhead"),
+    "prefix_versions": ("nearest", "same"),
 }
 
 

@@ -11,7 +11,7 @@ A sweep spec is TOML:
     [cache]                       # cost-model settings, also combined: ttl, breakpoints,
     ttl = ["log", "1h"]           # observed_evictions, lookback_blocks, min_cacheable, warm_start,
                                   # turn_end_write, thinking_switch, resume, task_turns, skill_turns,
-                                  # unknown_times, system_prefix, clock, price_date
+                                  # unknown_times, system_prefix, prefix_versions, clock, price_date
     [random]                      # optional: random samples on top of the grid
     samples = 10
     seed = 0
@@ -57,7 +57,7 @@ from replay.experiments.runs import insert_columns, slice_session_keys, start_ru
 SPEC_KEYS = ("name", "policy", "dataset", "params", "grid", "cache", "random", "prices")
 CACHE_KEYS = ("ttl", "breakpoints", "observed_evictions", "lookback_blocks", "min_cacheable", "warm_start",
               "turn_end_write", "thinking_switch", "resume", "task_turns", "skill_turns", "unknown_times",
-              "system_prefix", "clock", "price_date")
+              "system_prefix", "prefix_versions", "clock", "price_date")
 EXECUTORS = ("local", "dask")
 
 

@@ -16,6 +16,25 @@ entry expired or broke that the provider still had) or "simulated more" (it miss
 break). The share of requests with usage that match is reported per session, per agent and
 corpus-wide for every variant (``request_match``, with the counts).
 
+**Skill against naive predictors.** The model-only variant is given each request's recorded
+input size (and uncached tail), so much of its per-request match comes from those inputs, not
+from its rules. Beside it, two naive predictors get exactly the same inputs and the same
+replay engine, with every rule that breaks the cache switched off (``naive_config``):
+
+* ``never_breaks``: no entry ever expires and no client rule applies, so each request reads
+  the longest entry an earlier request of its stream wrote that is still a prefix of its
+  cacheable input (in practice: everything the previous request cached), and writes the rest;
+* ``ttl_only``: the same, but entries expire when the request's TTL (the log's 5m/1h split)
+  has passed since their last use (a request's send time): the cache breaks only on expiry.
+
+For each: the same figures as a variant (corpus errors, sessions within targets, request
+match) and, over the requests with usage, how the model does where the naive predictor
+misses (``skill_counts``): ``explained`` = requests the naive predictor misses and the model
+matches, ``explained_share`` = explained / naive misses, ``new_misses`` = requests the naive
+predictor matches and the model misses, ``skill`` = (explained - new_misses) / naive misses
+= 1 - model misses / naive misses (1: the model matches every request the naive predictor
+misses and loses none; 0: no better; negative: worse).
+
 Recorded cost is priced request by request (``recorded_cost``: each request at its own
 model's, speed's and long-context tier's rates), the one pricing path of ``validate`` and of
 ``compare``'s baseline fidelity.
@@ -29,12 +48,14 @@ from pathlib import Path
 from typing import Any
 
 from replay.model.arrays import Dataset, load_dataset, speed_column
+from replay.model.cache import CacheConfig
 from replay.engine import ReplayOptions, replay_session
 from replay.model.costs import PriceError, PriceTable, price_key
 from replay.policies import build
 
 FIGURES = ("input_total", "cache_read", "cache_write", "cost")
 VARIANTS = ("calibrated", "model_only", "raw_bpe")
+NAIVE = ("never_breaks", "ttl_only")
 # A simulated read matches the recorded one within max(READ_MATCH_TOKENS, READ_MATCH_SHARE x recorded).
 READ_MATCH_TOKENS = 256
 READ_MATCH_SHARE = 0.01
@@ -57,12 +78,47 @@ def read_match(recorded: float, simulated: float) -> int:
 
 def match_counts(recorded: list[float], simulated: list[float]) -> dict[str, int]:
     """Counts of requests whose simulated read matches the recorded one, or falls short or over."""
+    return _sign_counts([read_match(r, s) for r, s in zip(recorded, simulated)])
+
+
+def _sign_counts(signs: list[int]) -> dict[str, int]:
     c = dict.fromkeys(MATCH_COUNTS, 0)
-    for r, s in zip(recorded, simulated):
-        m = read_match(r, s)
+    for m in signs:
         c["requests"] += 1
         c["matched" if m == 0 else "sim_less" if m < 0 else "sim_more"] += 1
     return c
+
+
+def naive_config(cfg: CacheConfig, name: str) -> CacheConfig:
+    """The cache configuration of naive predictor ``name`` (``NAIVE``), from the model's.
+
+    Kept from ``cfg``: what the log gives every variant (each request's input size and
+    uncached tail, the first request's warm read, the recorded read at requests the log gives
+    no time, the TTL of each write) and what the prompt's structure implies (breakpoint
+    placement, the system-prefix length, the minimum cacheable length, compactions, model
+    switches, the clock, and content the recorded input sizes show removed). Switched
+    off: every rule by which the model predicts a break or a write no request shows
+    (observed evictions and writes, the turn-end write, thinking switches, resumes, task and
+    skill turns); for ``never_breaks`` also the TTL."""
+    if name not in NAIVE:
+        raise ValueError(f"naive predictor {name!r}; known: {', '.join(NAIVE)}")
+    off = dict(observed_evictions="none", turn_end_write="none", thinking_switch="ignore", resume="ignore",
+               task_turns="ignore", skill_turns="ignore")
+    return replace(cfg, **off, expiry="never" if name == "never_breaks" else cfg.expiry)
+
+
+def skill_counts(naive: list[int], model: list[int]) -> dict[str, Any]:
+    """How the model's per-request reads do where a naive predictor misses, over the same
+    requests (``read_match`` signs, 0 = match): see the module's docstring."""
+    if len(naive) != len(model):
+        raise ValueError("naive and model signs cover different requests")
+    misses = sum(1 for a in naive if a)
+    explained = sum(1 for a, b in zip(naive, model) if a and not b)
+    new = sum(1 for a, b in zip(naive, model) if b and not a)
+    return {"naive_misses": misses, "explained": explained, "new_misses": new,
+            "model_misses": misses - explained + new,
+            "explained_share": explained / misses if misses else None,
+            "skill": (explained - new) / misses if misses else None}
 
 
 def _share(c: dict[str, int]) -> float | None:
@@ -161,9 +217,8 @@ def _simulate(ds: Dataset, opts: ReplayOptions) -> dict[str, Any]:
                 f["cache_read"] += d["cache_read"][i]
                 f["cache_write"] += d["cache_write_5m"][i] + d["cache_write_1h"][i]
                 f["cost"] += d["cost"][i]
-        idx = [i for i, ok in enumerate(usage) if ok]
-        match = match_counts([rec_reads[i] for i in idx], [d["cache_read"][i] for i in idx])
-        res[s.session_key] = {"figures": f, "detail": d, "match": match}
+        signs = [read_match(rec_reads[i], d["cache_read"][i]) for i, ok in enumerate(usage) if ok]
+        res[s.session_key] = {"figures": f, "detail": d, "match": _sign_counts(signs), "signs": signs}
     return res
 
 
@@ -188,17 +243,55 @@ def _within(rel: dict[str, float | None]) -> bool:
     return all(rel[f] is not None and abs(rel[f]) <= TARGETS[f] for f in FIGURES)
 
 
-def _variant_summary(recorded: dict, sim: dict, sessions: list[dict], keys: set[str], name: str) -> dict[str, Any]:
-    """One variant over ``keys``: corpus errors, sessions within targets and the request match."""
+def _variant_summary(recorded: dict, sim: dict, sessions: list[dict], keys: set[str], name: str,
+                     group: str = "variants") -> dict[str, Any]:
+    """One variant (or naive predictor: ``group`` "naive") over ``keys``: corpus errors,
+    sessions within targets and the request match."""
     summ = _summarize(recorded, sim, keys)
     counts = _add_counts(sim[k]["match"] for k in keys)
     return {"rel_error": summ["rel_error"], "simulated": summ["simulated"], "sessions": len(keys),
             "sessions_within_targets": sum(1 for x in sessions if x["session_id"] in keys
-                                           and x["variants"][name]["within_targets"]),
+                                           and x[group][name]["within_targets"]),
             "request_match": _share(counts), **counts}
 
 
+def _per_session(sim: dict, key: str, rec: dict) -> dict[str, Any]:
+    rel = {f: _rel(sim[key]["figures"][f], rec[f]) for f in FIGURES}
+    m = sim[key]["match"]
+    return {"rel_error": rel, "within_targets": None if rec["requests_with_usage"] == 0 else _within(rel),
+            "request_match": _share(m), **m}
+
+
+def _naive_summary(recorded: dict, naive: dict, model: dict, sessions: list[dict], keys: set[str]) -> dict:
+    """Each naive predictor over ``keys``: its figures as a variant's, and ``vs_model_only``."""
+    out = {}
+    for name, sim in naive.items():
+        v = _variant_summary(recorded, sim, sessions, keys, name, "naive")
+        order = sorted(keys)
+        v["vs_model_only"] = skill_counts([x for k in order for x in sim[k]["signs"]],
+                                          [x for k in order for x in model[k]["signs"]])
+        out[name] = v
+    return out
+
+
+def skill(ds: Dataset, opts: ReplayOptions) -> dict[str, Any]:
+    """The model-only variant against the naive predictors on a loaded dataset, over the
+    sessions whose log records usage: ``{"model_only": summary, "naive": {name: summary with
+    vs_model_only}}`` (``validate`` reports the same within its report)."""
+    recorded = recorded_cost(ds, None, opts.prices)["per_session"]
+    model_only = _simulate(ds, replace(opts, cache=replace(opts.cache, observed_evictions="none")))
+    naive = {name: _simulate(ds, replace(opts, cache=naive_config(opts.cache, name))) for name in NAIVE}
+    keys = {k for k, r in recorded.items() if r["requests_with_usage"]}
+    sessions = [{"session_id": k, "variants": {"model_only": _per_session(model_only, k, recorded[k])},
+                 "naive": {n: _per_session(naive[n], k, recorded[k]) for n in NAIVE}} for k in keys]
+    return {"model_only": _variant_summary(recorded, model_only, sessions, keys, "model_only"),
+            "naive": _naive_summary(recorded, naive, model_only, sessions, keys)}
+
+
 def validate(con, dataset: str, opts: ReplayOptions) -> dict[str, Any]:
+    """The fidelity report of ``dataset`` (see the module's docstring): per session, per agent
+    and corpus-wide, for every variant, and the naive predictors (``naive``) beside the
+    model-only variant."""
     ds = load_dataset(con, dataset)
     raw = load_dataset(con, dataset, anchor=False)
     rec_all = recorded_cost(con, dataset, opts.prices)
@@ -208,18 +301,14 @@ def validate(con, dataset: str, opts: ReplayOptions) -> dict[str, Any]:
         "model_only": _simulate(ds, replace(opts, cache=replace(opts.cache, observed_evictions="none"))),
         "raw_bpe": _simulate(raw, opts),
     }
+    naive = {name: _simulate(ds, replace(opts, cache=naive_config(opts.cache, name))) for name in NAIVE}
     calibrated = sims["calibrated"]
     sessions = []
     for s in ds.sessions:
         key = s.session_key
         rec = recorded.get(key) or _empty()
         no_usage = rec["requests_with_usage"] == 0
-        per_variant = {}
-        for name, sim in sims.items():
-            rel = {f: _rel(sim[key]["figures"][f], rec[f]) for f in FIGURES}
-            m = sim[key]["match"]
-            per_variant[name] = {"rel_error": rel, "within_targets": None if no_usage else _within(rel),
-                                 "request_match": _share(m), **m}
+        per_variant = {name: _per_session(sim, key, rec) for name, sim in sims.items()}
         sessions.append({
             "session_id": key, "agent": s.agent, "requests": s.n_requests,
             "requests_without_usage": int(rec["requests_without_usage"]),
@@ -230,6 +319,7 @@ def validate(con, dataset: str, opts: ReplayOptions) -> dict[str, Any]:
             "within_targets": per_variant["calibrated"]["within_targets"],
             "request_match": per_variant["calibrated"]["request_match"],
             "variants": per_variant,
+            "naive": {name: _per_session(sim, key, rec) for name, sim in naive.items()},
             "usage_recorded": not no_usage,
             "residual_requests": sum(st.negative_deltas for st in s.streams),
         })
@@ -237,6 +327,9 @@ def validate(con, dataset: str, opts: ReplayOptions) -> dict[str, Any]:
     # BPE counts; they cannot be validated and are left out of the corpus-wide figures.
     checked = {x["session_id"] for x in sessions if x["usage_recorded"]}
     variants = {name: _variant_summary(recorded, sim, sessions, checked, name) for name, sim in sims.items()}
+    naive_all = _naive_summary(recorded, naive, sims["model_only"], sessions, checked)
+    for name, v in naive_all.items():
+        v["cache_config"] = naive_config(opts.cache, name).as_dict()
     overall = _summarize(recorded, calibrated, checked)
     overall["sessions"] = len(checked)
     overall["sessions_without_usage"] = len(sessions) - len(checked)
@@ -251,7 +344,8 @@ def validate(con, dataset: str, opts: ReplayOptions) -> dict[str, Any]:
             av = {name: _variant_summary(recorded, sim, sessions, keys, name) for name, sim in sims.items()}
             by_agent[a] = {"sessions": len(keys), "rel_error": av["calibrated"]["rel_error"],
                            "within_targets": av["calibrated"]["sessions_within_targets"],
-                           "request_match": av["calibrated"]["request_match"], "variants": av}
+                           "request_match": av["calibrated"]["request_match"], "variants": av,
+                           "naive": _naive_summary(recorded, naive, sims["model_only"], sessions, keys)}
         else:
             by_agent[a] = {"sessions": 0, "note": "no input usage recorded: replayed on BPE counts, not validated"}
     overall["by_agent"] = by_agent
@@ -266,6 +360,7 @@ def validate(con, dataset: str, opts: ReplayOptions) -> dict[str, Any]:
         "sessions": sessions,
         "overall": overall,
         "variants": variants,
+        "naive": naive_all,
         "_detail": {k: v["detail"] for k, v in calibrated.items()},
         "_dataset": ds,
     }

@@ -99,6 +99,10 @@ class Stream:
     # the sessions that started earlier show (``system_prefix = "earlier"``)
     shared_system_prefix: dict[int, float] = field(default_factory=dict)
     prior_system_prefix: dict[int, float] = field(default_factory=dict)
+    # ... where they show none for its client version: that of the nearest version they show
+    # (``prefix_versions = "nearest"``)
+    shared_system_prefix_near: dict[int, float] = field(default_factory=dict)
+    prior_system_prefix_near: dict[int, float] = field(default_factory=dict)
     # read results with numbered lines: block position -> (first line number, keyed 64-bit hash
     # of each line), what ``policies.common.lines_equal`` compares; and the positions of client
     # previews of results too large to keep (never a full read). Empty for traces ingested before
@@ -263,8 +267,10 @@ def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[s
         prior = _prior_modes(con, dataset, rows, by_session)
         for key, sts in by_session.items():
             for st in sts:
-                _assign_shared_prefix(st, shared, vocab.models, st.shared_system_prefix)
-                _assign_shared_prefix(st, prior.get(key, {}), vocab.models, st.prior_system_prefix)
+                _assign_shared_prefix(st, shared, vocab.models, st.shared_system_prefix,
+                                      st.shared_system_prefix_near)
+                _assign_shared_prefix(st, prior.get(key, {}), vocab.models, st.prior_system_prefix,
+                                      st.prior_system_prefix_near)
     sessions = [Session(k, a, by_session[k]) for k, a in sess.itertuples(index=False)]
     return Dataset(dataset, sessions, vocab)
 

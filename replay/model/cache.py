@@ -23,6 +23,7 @@ SYS = -1  # partition key of the system+tools prefix entry
 OPENAI_MIN = 1024  # OpenAI caches prompts from 1,024 tokens ...
 OPENAI_STEP = 128  # ... in 128-token increments
 OPENAI_RETENTION_MS = 10 * 60 * 1000  # in-memory retention: 5-10 minutes of inactivity
+NEVER = 1 << 62  # the expiry of an entry that never expires (``expiry = "never"``)
 TTL_MS = {"5m": 5 * 60 * 1000, "1h": 60 * 60 * 1000}
 BREAKPOINTS = ("claude-code", "last-message", "none")
 TTLS = ("log", "5m", "1h")
@@ -35,6 +36,10 @@ class CacheConfig:
 
     ttl: "log" takes each request's TTL from the log's recorded 5m/1h write split;
         "5m"/"1h" force one.
+    expiry: "ttl": an entry expires when its TTL has passed since its last use. "never": no
+        entry ever expires (the TTL still decides whether a write is billed as a 5m or a 1h
+        write); no provider behaves so: it is the naive "never breaks" predictor that
+        ``validate`` scores the model against.
     breakpoints: "claude-code" (after system+tools and at the last message),
         "last-message" (only at the end), "none" (no caching at all).
     lookback_blocks: how many blocks before a breakpoint the API searches for an entry;
@@ -90,6 +95,11 @@ class CacheConfig:
         stream's first request read from cache when that is less than the whole overhead (the
         rest is first-message context the transcript does not record), else at the overhead;
         "overhead": always at the overhead (tools, system prompt and that context).
+    prefix_versions: which client versions a cold stream may borrow its system prefix from
+        (``system_prefix`` "earlier" or "dataset"). "nearest": its own, and where no other
+        session shows one for its version, the nearest version's (the closest earlier one
+        first; a client's system prompt changes little between versions, docs/replay-model.md,
+        "System prefix"). "same": its own version only.
     clock: when a request looks up and refreshes the cache. "send": both when it was sent,
         the time of its last input block (the log stamps a request with its response, which
         can come minutes later after long thinking); "end": looked up when sent, and what it
@@ -99,6 +109,7 @@ class CacheConfig:
     """
 
     ttl: str = "log"
+    expiry: str = "ttl"
     breakpoints: str = "claude-code"
     lookback_blocks: int | None = None
     min_cacheable: int | None = None
@@ -111,15 +122,18 @@ class CacheConfig:
     skill_turns: str = "invalidate"
     unknown_times: str = "log"
     system_prefix: str = "earlier"
+    prefix_versions: str = "nearest"
     clock: str = "end"
 
     def __post_init__(self):
-        for name, allowed in (("ttl", TTLS), ("breakpoints", BREAKPOINTS), ("warm_start", WARM_STARTS),
+        for name, allowed in (("ttl", TTLS), ("expiry", ("ttl", "never")), ("breakpoints", BREAKPOINTS),
+                              ("warm_start", WARM_STARTS),
                               ("observed_evictions", ("log", "none")), ("turn_end_write", ("v2", "always", "none")),
                               ("thinking_switch", ("invalidate", "ignore")), ("resume", ("invalidate", "ignore")),
                               ("task_turns", ("invalidate", "ignore")), ("skill_turns", ("invalidate", "ignore")),
                               ("unknown_times", ("log", "model")),
                               ("system_prefix", ("dataset", "earlier", "log", "overhead")),
+                              ("prefix_versions", ("nearest", "same")),
                               ("clock", ("send", "end", "response"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"cache.{name} = {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
@@ -132,9 +146,9 @@ class CacheConfig:
 
 # What a run stored before a setting existed was replayed with: the behaviour from before its
 # rule (runs store their full configuration, so a missing key means an older ctxreplay).
-LEGACY_SETTINGS = {"turn_end_write": "none", "thinking_switch": "ignore", "system_prefix": "overhead",
+LEGACY_SETTINGS = {"prefix_versions": "same", "turn_end_write": "none", "thinking_switch": "ignore", "system_prefix": "overhead",
                    "clock": "response", "resume": "ignore", "task_turns": "ignore", "unknown_times": "model",
-                   "skill_turns": "ignore"}
+                   "skill_turns": "ignore", "expiry": "ttl"}
 
 
 def stored_settings(cfg: dict) -> dict:
@@ -150,7 +164,7 @@ def _neg_tokens(e: list) -> float:
 class StreamCache:
     """Cache state of one stream. ``request`` returns (read, written, uncached, bust_tokens)."""
 
-    __slots__ = ("cfg", "entries", "sys", "next_expiry", "lookback", "system_bp", "enabled")
+    __slots__ = ("cfg", "entries", "sys", "next_expiry", "lookback", "system_bp", "enabled", "forever")
 
     def __init__(self, cfg: CacheConfig):
         self.cfg = cfg
@@ -161,6 +175,7 @@ class StreamCache:
         self.lookback = cfg.lookback_blocks if cfg.lookback_blocks is not None else 1 << 40
         self.system_bp = cfg.breakpoints == "claude-code"
         self.enabled = cfg.breakpoints != "none"
+        self.forever = cfg.expiry == "never"
 
     def warm(self, model: int, tokens: float, t: int, ttl_ms: int) -> None:
         """A system prefix cached outside this stream (another session's identical prompt)."""
@@ -172,6 +187,9 @@ class StreamCache:
         self._add([model, SYS, 0, tokens, t + ttl_ms, ttl_ms])
 
     def _add(self, entry: list) -> None:
+        if self.forever:
+            # every expiry and refresh is computed from these two fields
+            entry[4] = entry[5] = NEVER
         # entries are kept longest first (ties: oldest first), so the first eligible is the best
         insort(self.entries, entry, key=_neg_tokens)
         if entry[1] == SYS:

@@ -101,10 +101,12 @@ def _prior_modes(con, dataset: str, rows: list, by_session: dict) -> dict[str, d
 
 
 def _assign_shared_prefix(st: Stream, shared: dict[tuple[str, str, bool], float], models: list[str],
-                          into: dict[int, float]) -> None:
+                          into: dict[int, float], near: dict[int, float] | None = None) -> None:
     """Give each model whose first request in the stream read nothing the system prefix
     ``shared`` holds for its model, client version and stream kind, where that is shorter
-    than the stream's overhead (written to ``into``)."""
+    than the stream's overhead (written to ``into``); where ``shared`` has none for that
+    version, the one of the nearest version it has for the model and stream kind, the closest
+    earlier one first (written to ``near``: ``CacheConfig.prefix_versions = "nearest"``)."""
     seen: set[int] = set()
     for k in range(st.n_requests):
         m = st.r_model[k]
@@ -114,5 +116,39 @@ def _assign_shared_prefix(st: Stream, shared: dict[tuple[str, str, bool], float]
         if st.r_read[k] != 0 or not st.r_version or not 0 <= m < len(models):
             continue
         v = shared.get((models[m], st.r_version[k], st.kind == "main"))
+        target = into
+        if v is None and near is not None:
+            v, target = _nearest_version(shared, models[m], st.r_version[k], st.kind == "main"), near
         if v is not None and v < st.overhead.get(m, 0.0):
-            into[m] = v
+            target[m] = v
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    """"2.1.37" -> (2, 1, 37); a part's non-digits are ignored."""
+    out = []
+    for part in v.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        out.append(int(digits) if digits else 0)
+    return tuple(out)
+
+
+def _nearest_version(shared: dict, model: str, version: str | None, main: bool) -> float | None:
+    """The prefix ``shared`` holds for the version nearest ``version`` (same model and stream
+    kind): the closest earlier version, else the closest later one."""
+    if not version:
+        return None
+    mine = _version_tuple(version)
+    best = None
+    for (mod, ver, mn), v in shared.items():
+        if mod != model or mn != main or not ver:
+            continue
+        t = _version_tuple(ver)
+        rank = (t > mine, abs(_flat(t) - _flat(mine)))
+        if best is None or rank < best[0]:
+            best = (rank, v)
+    return None if best is None else best[1]
+
+
+def _flat(t: tuple[int, ...]) -> int:
+    """A version as one number, for distances (up to 999 per part)."""
+    return sum(x * 1000 ** (3 - i) for i, x in enumerate(t[:4]))
