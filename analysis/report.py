@@ -173,8 +173,9 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     # ---- markdown: the answer first, then both variants, fidelity, detail ------------------
     gen = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     md: list[str] = [f"# ctxreplay policy report: {dataset}", ""]
-    md += sections.levers(brk, wi, ans, _img_md("levers", figures))
+    md += sections.levers(brk, wi, ans)
     md += sections.recommendation(ans, bands, _img_md("answer", figures))
+    md += sections.levers_chart(_img_md("levers", figures))
     md += sections.both_variants(rows)
     md += sections.bounds(rows)
     md += sections.fidelity(fid, _img_md("fidelity", figures))

@@ -330,24 +330,25 @@ def risk(rows: list[dict]) -> list[str]:
     return md + [""]
 
 
-__all__ = ["both_variants", "bounds", "breaks", "dropped_runs", "fidelity", "leaderboard", "levers", "name", "per_agent",
+__all__ = ["both_variants", "bounds", "breaks", "dropped_runs", "fidelity", "leaderboard", "levers", "levers_chart", "name", "per_agent",
            "recommendation", "risk", "ttl_text"]
 
 
-TOP_LEVERS = 6  # the levers the report leads with; the rest is one line (the answer stays near the top)
+TOP_LEVERS = 5  # the levers the report leads with; the rest is one line (the answer stays near the top)
 
 
-def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any], img: str) -> list[str]:
-    """The answer first (issue 26 item 5): what the cache breaks cost, then every lever, biggest
-    saving first — the cache what-ifs (`ctxreplay whatif`, model-only), the offline cache bound
-    and the best deduplication policy — each with dollars and its 95% interval; a lever that is
-    not distinguishable, or below the practical threshold per session, is said not worth acting on."""
+def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any]) -> list[str]:
+    """The answer first (issue 26 item 5): what the cache breaks cost, then the levers, biggest
+    saving first — the cache what-ifs (`ctxreplay whatif`, model-only), the cache bound and the
+    best deduplication policy — each with dollars and its 95% interval; a lever that is not
+    distinguishable, or below the practical threshold per session, is said not worth acting on.
+    Kept short: the recommendation and its chart follow within the first screen."""
     md = ["## The levers, biggest first", ""]
     recorded = (wi or {}).get("baseline", {}).get("recorded_cost")
     share = f" ({brk['cost'] / recorded:.1%} of the recorded cost, {money(recorded, 'cost')})" if recorded else ""
-    md.append(f"Cache breaks re-billed **{money(brk['cost'], 'cost')}**{share} in {brk['breaks']:,} breaks "
-              "(section *Cache breaks*).")
+    head = f"Cache breaks re-billed **{money(brk['cost'], 'cost')}**{share} in {brk['breaks']:,} breaks."
     items: list[tuple[float, str]] = []
+    idle: list[str] = []
     if wi:
         n = wi["sessions"] or 1
         thr = wi.get("practical_threshold_per_session", 0.01)
@@ -360,28 +361,42 @@ def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any], 
             verdict = ("" if r["worth_acting_on"] else "; not distinguishable" if not r["distinguishable"]
                        else f"; below {money(thr, 'cost')} per session: not worth acting on"
                        if r["saved"]["cost"] / n < thr else "; costs more")
-            what = "the offline-optimal cache bound (hindsight)" if r["name"] == "bound_offline" else r["summary"]
-            items.append((r["saved"]["cost"], f"- {what} (`{r['name']}`): {money(r['saved']['cost'], 'cost')} "
+            # named apart from the policy bounds of `ctxreplay bound` (section *Offline-optimal bounds*)
+            what = "cache bound, hindsight" if r["name"] == "bound_offline" else r["family"]
+            items.append((r["saved"]["cost"], f"- `{r['name']}` ({what}): {money(r['saved']['cost'], 'cost')} "
                           f"({r['saved_pct']['cost']:+.2f}%, 95% interval {ivt}){verdict}"))
+        head += (" What each lever would have saved against the recorded settings (cache levers: model-only, "
+                 "`ctxreplay whatif`, which describes each; the policy: against its own baseline):")
     items.sort(key=lambda x: -x[0])
     more = len(items) - (TOP_LEVERS - 1)
     items = items[:TOP_LEVERS - 1]
     lead = ans.get("best") or ans.get("closest")
     if lead and ans.get("figure") == "cost":
-        items.append((lead["saved"] or 0.0, f"- the best deduplication policy, {lead['name']}: "
+        items.append((lead["saved"] or 0.0, f"- best deduplication policy, {lead['name']}: "
                       f"{money(lead['saved'], 'cost')} ({pct(lead['saved_pct'])}, 95% interval "
                       f"{interval_text(lead['interval'])}; {ans.get('verdict', '').replace('_', ' ')})"))
-    if items:
-        md += ["", "What each lever would have saved against the recorded settings (cache levers: model-only replays, "
-               "`ctxreplay whatif`; the policy: its own baseline):", ""]
-        md += [t for _, t in sorted(items, key=lambda x: -x[0])]
-        if more > 0:
-            md.append(f"- and {more} more cache scenario(s) that save less (`ctxreplay whatif` lists every one)")
-    if wi and idle:
-        md += ["", "No session changes under " + ", ".join(f"`{n}`" for n in idle) + " (the logs hold no such event)."]
+    md += [head, ""]
+    md += [t for _, t in sorted(items, key=lambda x: -x[0])]
+    rest = []
+    if more > 0:
+        rest.append(f"{more} more scenario(s) save less")
+    if idle:
+        rest.append("no session changes under " + ", ".join(f"`{x}`" for x in idle))
     if wi:
-        md += ["", "Trust: the model-only replay's cost error against the recorded bill is "
-               + "; ".join(f"{(x['rel_error'] or 0) * 100:+.2f}% on the {x['sessions']} sessions recorded with {g} "
-                           "writes" for g, x in wi["fidelity"].items() if x["sessions"])
-               + "; a what-if smaller than that error on the sessions it changes is not distinguishable.", "", img]
+        rest.append("model-only cost error against the recorded bill " + ", ".join(
+            f"{(x['rel_error'] or 0) * 100:+.2f}% ({x['sessions']} sessions writing {g})"
+            for g, x in wi["fidelity"].items() if x["sessions"]) + "; a what-if smaller than that error on the "
+            "sessions it changes is not distinguishable")
+    if rest:
+        md += ["", "; ".join(rest).capitalize() + " (chart: *Cost by cache scenario*)." if wi else
+               "; ".join(rest).capitalize() + "."]
     return md + [""]
+
+
+def levers_chart(img: str) -> list[str]:
+    """The cost of every cache scenario with its interval, after the recommendation (whose chart
+    comes first on the page)."""
+    if not img:
+        return []
+    return ["## Cost by cache scenario", "", "Every `ctxreplay whatif` scenario's cost on the model-only variant, "
+            "with the 95% interval of its saving; the dashed line is the recorded settings' replay.", "", img, ""]

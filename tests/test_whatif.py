@@ -292,8 +292,10 @@ def test_report_never_ranks_a_calibrated_whatif_and_leads_with_the_levers(sample
     md = (tmp_path / "rep" / "report.md").read_text()
     head = "\n".join(md.splitlines()[:40])
     assert re.search(r"Cache breaks re-billed \*\*\$\d+\.\d\d\*\* \(\d+\.\d% of the recorded cost", head), head
-    assert re.search(r"\(`ttl_1h`\): -?\$\d+\.\d\d \([+-]\d+\.\d\d%, 95% interval [+-]\d+\.\d\d% to [+-]\d+\.\d\d%\)",
-                     head), head
+    # at least one cache lever (a TTL or keep-alive setting) with dollars and its interval
+    assert re.search(r"- `\w+` \(cache\): -?\$\d+\.\d\d \([+-]\d+\.\d\d%, 95% interval [+-]\d+\.\d\d% to "
+                     r"[+-]\d+\.\d\d%\)", head), head
+    assert head.index("## The levers") < head.index("## Recommendation")
     rec = md.split("## Recommendation")[1].split("\n## ")[0]
     assert "TTL as logged" in rec and "TTL 5m" not in rec
     board = md.split("## Leaderboard")[1].split("\n## ")[0]
