@@ -162,7 +162,8 @@ def test_openai_automatic_caching_in_128_token_steps():
     b.block(10)
     b.request(ts=20 * MIN)            # 10-minute retention passed: miss
     session, vocab = b.build()
-    d = replay_session(session, vocab, build("noop"), ReplayOptions(CacheConfig(), prices, detail=True)).detail
+    cfg = CacheConfig(openai_retention="10m")
+    d = replay_session(session, vocab, build("noop"), ReplayOptions(cfg, prices, detail=True)).detail
     assert d["input_total"] == [1_500, 1_800, 1_810]
     assert d["cache_read"] == [0, 1_408, 0]
     assert d["uncached"] == [1_500, 392, 1_810]

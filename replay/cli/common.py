@@ -304,6 +304,28 @@ def cache_options(f):
                  "end: requests look the cache up at their last input block's time, and what they read "
                  "or write expires a TTL after their response's last block; send: both at the last input "
                  "block's time; response: both at the logged response time."),
+        _setting("--openai-retention", ["1h", "10m", "24h"],
+                 "OpenAI models: how long a prefix stays cached after its last use (with --ttl log): "
+                 "1h, the in-memory maximum; 10m, the typical; 24h, extended retention (docs/replay-model.md)."),
+        _setting("--openai-increments", ["observed", "documented"],
+                 "OpenAI models: observed: GPT-5.5 reads end at 384 + a multiple of 512 tokens, as on the "
+                 "shared Codex logs, other models at 1,024 + a multiple of 128; documented: 1,024 + a "
+                 "multiple of 128 for every model."),
+        _setting("--openai-reasoning", ["turn", "keep"],
+                 "OpenAI models: turn: a new user turn's prompt no longer holds the earlier turns' "
+                 "reasoning, so it shares only the part before the previous turn's first reasoning item "
+                 "with earlier prompts; keep: off."),
+        _setting("--openai-second-request", ["system_only", "model"],
+                 "OpenAI models: system_only: a stream's second request reads only the prefix other "
+                 "sessions kept warm, as on every shared Codex log; model: off."),
+        _setting("--openai-warm-prefix", ["kept", "ttl"],
+                 "OpenAI models: kept: the prefix a stream's first request read warm (kept by other "
+                 "sessions) stays readable however long the stream idles; ttl: it expires."),
+        click.option("--openai-routing-miss", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0,
+                     show_default=True, expose_value=False, callback=_to_meta,
+                     help="OpenAI models, model-only variant: the expected share of each read beyond the "
+                     "warm prefix lost to requests routed to a machine without the prefix (0: off; "
+                     "docs/replay-model.md gives the rate fitted on held Codex sessions)."),
         click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      default=None, help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/"
                      "cache_write_1h/cache_read/output in $/Mtok)."),

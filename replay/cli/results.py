@@ -145,7 +145,8 @@ def slice_text(slc: dict | None) -> str:
 
 # the cache settings a baseline command repeats when they differ from `CacheConfig`'s defaults
 CACHE_FLAGS = ("ttl", "breakpoints", "warm_start", "turn_end_write", "thinking_switch", "resume", "task_turns",
-               "skill_turns", "unknown_times", "system_prefix", "prefix_versions", "clock")
+               "skill_turns", "unknown_times", "system_prefix", "prefix_versions", "clock", "openai_retention",
+               "openai_increments", "openai_reasoning", "openai_second_request", "openai_warm_prefix", "openai_routing_miss")
 
 
 def _cache_fields() -> set[str]:
@@ -385,9 +386,11 @@ def report(db, dataset, out_dir, objective, max_risk, min_saving, since, until, 
 def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, plot_path, worst, as_json):
     """Fidelity check: does the no-op replay reproduce the usage the log recorded?
 
-    Per session and overall: recorded vs simulated input total, cache reads, cache writes
-    and cost with relative errors, for the calibrated model (the one every run uses), the
-    TTL/breakpoint model alone, and raw BPE counts without anchoring. Beside the model alone,
+    Per session and overall: recorded vs simulated input, cache reads, writes and cost, for
+    the calibrated model (every run's: it copies the log's unexplained cache events), the
+    model alone (predictive: hits and misses predicted from each request's recorded input
+    size, time, model, TTL split and client events, and the first warm read; nothing from
+    later sessions), and raw BPE counts without anchoring. Beside the model alone,
     two naive predictors given the same recorded input sizes, one that never breaks the cache
     and one that breaks it only on TTL expiry, and how many of their misses the model matches
     (its skill; docs/replay-model.md, "Skill").
@@ -445,6 +448,9 @@ def _print_validation(pub: dict, plot_path: Path) -> None:
             out.print(f"  {esc(agent)}: calibrated {c['sessions_within_targets']}/{a['sessions']} within targets, "
                       f"reads matched {share(c['request_match'])}; model only {m['sessions_within_targets']}/"
                       f"{a['sessions']}, {share(m['request_match'])}")
+    for provider, a in o.get("by_provider", {}).items():
+        m, e = a["variants"]["model_only"], a["variants"]["model_only"]["rel_error"]
+        out.print(f"  {esc(provider)} caching, model only: cost {pct(e['cost'], 'cost')}, reads {pct(e['cache_read'], 'cache_read')}, {m['sessions_within_targets']}/{a['sessions']} within targets, reads matched {share(m['request_match'])}")
     names = {"calibrated": "calibrated", "model_only": "model only", "raw_bpe": "raw BPE"}
     vs = {k: pub["variants"][k] for k in names if k in pub["variants"]}
     f = Table("corpus-wide", *(names[k] for k in vs), title="Fidelity by cache-model variant")

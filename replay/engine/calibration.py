@@ -366,3 +366,65 @@ def observed_write_position_at(csum: list[float], lim: float, s0: int, pos: int)
 
     p = bisect_right(csum, lim, s0, pos + 1) - 1
     return p if p > s0 else s0
+
+
+def openai_reasoning_cuts(st: Stream, cfg: CacheConfig, openai: list[bool]) -> list[int]:
+    """Per request: the block position past which no cache entry is a prefix of its prompt
+    (``StreamCache.cut_after``), or -1.
+
+    OpenAI reasoning models keep a response's reasoning items in the prompt while the turn's
+    tool loop goes on and discard them once a new user turn starts ("the reasoning tokens are
+    discarded after each turn", OpenAI's reasoning-items cookbook). So a request that opens a
+    user turn (a prompt block since the previous request) shares with the earlier prompts only
+    the part before the previous turn's first reasoning block; the turns before that had lost
+    their reasoning already. With observed evictions on (the calibrated variant), only where
+    the recorded read does not reach past that block. ``openai``: per model code, whether the
+    model is OpenAI's."""
+    n = st.n_requests
+    if cfg.openai_reasoning == "keep" or not any(openai) or n == 0:
+        return [-1] * n
+    calibrated = cfg.observed_evictions == "log"
+    memo = st.__dict__.get("_openai_reasoning_memo")
+    if memo is not None and memo[0] == calibrated:
+        return memo[1]
+    out = [-1] * n
+    bk, r_pos, r_part, r_model = st.bkind, st.r_pos, st.r_partition, st.r_model
+    start = 0  # the request that opened the current user turn (or its partition)
+    for k in range(1, n):
+        if r_part[k] != r_part[k - 1]:
+            start = k
+            continue
+        if not any(bk[b] in TURN_KINDS for b in range(r_pos[k - 1], r_pos[k])):
+            continue
+        if openai[r_model[k]]:
+            for b in range(r_pos[start], r_pos[k]):
+                if bk[b] == K_THINKING:
+                    # calibrated: a recorded read reaching past the reasoning shows it was kept
+                    rr = st.r_read[k]
+                    if not calibrated or not st.r_has_usage[k] or rr + tolerance(rr) < base_prefix(st, k, b):
+                        out[k] = b
+                    break
+        start = k
+    st.__dict__["_openai_reasoning_memo"] = (calibrated, out)
+    return out
+
+
+def openai_second_requests(st: Stream, cfg: CacheConfig, openai: list[bool]) -> list[bool]:
+    """Per request: True at the second request with usage of a stream of an OpenAI model, where
+    ``cfg.openai_second_request == "system_only"``: it reads only what other sessions kept warm
+    (on every shared Codex log the second request read just the first request's warm read)."""
+    n = st.n_requests
+    out = [False] * n
+    if cfg.openai_second_request != "system_only":
+        return out
+    first = -1
+    for k in range(n):
+        if st.r_has_usage[k]:
+            if first < 0:
+                first = k
+                continue
+            # a model switch or a compaction is a break of its own
+            out[k] = openai[st.r_model[k]] and st.r_model[k] == st.r_model[first] \
+                and st.r_partition[k] == st.r_partition[first]
+            break
+    return out

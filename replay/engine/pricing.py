@@ -20,6 +20,8 @@ from replay.engine.calibration import (
     base_prefix,
     fork_writes,
     observed_write_position,
+    openai_reasoning_cuts,
+    openai_second_requests,
     observed_write_position_at,
     client_rewrites,
     refresh_times,
@@ -29,13 +31,17 @@ from replay.engine.calibration import (
     tolerance,
 )
 from replay.model.arrays import Stream, Vocab
-from replay.model.cache import OPENAI_MIN, OPENAI_RETENTION_MS, OPENAI_STEP, TTL_MS, CacheConfig, StreamCache
+from replay.model.cache import (
+    OPENAI_MIN, OPENAI_RETENTION_MS, OPENAI_RETENTIONS, TTL_MS, CacheConfig, StreamCache, openai_grid
+)
 from replay.model.costs import provider_of
 from replay.model.whatif import WhatIf, first_idle_ttls
 from replay.policies.base import Context, Policy
 
 if TYPE_CHECKING:
     from replay.engine.loop import ReplayOptions
+
+KEPT_MS = 1 << 50  # an entry that never expires within a replay
 
 REQUEST_FIGURES = ("input_total", "uncached", "cache_read", "cache_write_5m", "cache_write_1h", "output", "cost",
                    "bust_tokens")
@@ -68,19 +74,22 @@ def _compute_ttls(st: Stream, cfg: CacheConfig) -> list[int]:
 
 def _model_tables(vocab: Vocab, opts: ReplayOptions, detail: bool) -> tuple:
     """Per model code: rates, price each request? (else the token sums once per stream: cost
-    is linear in them unless tiered), minimum cacheable prefix, automatic caching?, its step."""
+    is linear in them unless tiered), minimum cacheable prefix, automatic caching?, its grid
+    (step, base) and retention (OpenAI's rules: ``CacheConfig.openai_*``), OpenAI's?"""
     cfg = opts.cache
     rates = [opts.prices.rates(m) for m in vocab.models]
     providers = [provider_of(m) for m in vocab.models]
     if opts.whatif is not None and opts.whatif.provider.caching == "openai":
         # another provider's rules on the same requests: OpenAI's automatic caching for every model
         providers = ["openai"] * len(providers)
-        min_c = [cfg.min_cacheable if cfg.min_cacheable is not None else OPENAI_MIN] * len(rates)
-        return rates, [detail or r.tier_threshold is not None for r in rates], min_c, [True] * len(rates), \
-            [OPENAI_STEP] * len(rates)
+    openai = [p == "openai" for p in providers]
+    forced = opts.whatif is not None and opts.whatif.provider.caching == "openai"
     return (rates, [detail or r.tier_threshold is not None for r in rates],
-            [cfg.min_cacheable if cfg.min_cacheable is not None else r.min_cacheable for r in rates],
-            [p in ("openai", "google") for p in providers], [OPENAI_STEP if p == "openai" else 1 for p in providers])
+            [cfg.min_cacheable if cfg.min_cacheable is not None else OPENAI_MIN if forced else r.min_cacheable
+             for r in rates],
+            [p in ("openai", "google") for p in providers],
+            [openai_grid(m, cfg) if o else (1, None) for m, o in zip(vocab.models, openai)],
+            [OPENAI_RETENTIONS[cfg.openai_retention] if o else OPENAI_RETENTION_MS for o in openai], openai)
 
 
 def _overheads(st: Stream, policy: Policy, ctx: Context, n_models: int) -> list[float]:
@@ -128,13 +137,15 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
 
 
 def _evict(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead: float, logged: float,
-           t: int) -> None:
+           t: int, exact: bool = False) -> None:
     """A cache miss the log records but the model cannot explain: cut the entries past it back.
 
     The recorded read may end inside block e (an earlier request's uncached tail started
     there): the policy keeps the same share of its own version of block e. Where the read
     ended inside the system prefix, the system entries are cut at the same place of the
-    policy's prompt (`in_policy_world`)."""
+    policy's prompt (`in_policy_world`). ``exact``: keep the share however small (automatic
+    caching reads whole grid steps of up to 512 tokens, so a cut a few tokens short of the
+    recorded read would read a whole step less)."""
     e, part, rr = st.r_evict[k], st.r_partition[k], st.r_read[k]
     prefix = 0.0
     if e >= 0:
@@ -142,7 +153,7 @@ def _evict(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead: f
         res = st.r_residual[k] if st.r_residual else 0.0
         prefix = overhead + sum(eff[s0:e]) + res
         extra = rr - base_prefix(st, k, e)
-        if e < st.r_pos[k] and extra > tolerance(rr) and st.tokens[e] > 0:
+        if e < st.r_pos[k] and (extra > tolerance(rr) or (exact and extra > 0.0)) and st.tokens[e] > 0:
             # a block the policy shrank keeps the share the read covered: never more cache for
             # the log's block than for the policy's, never a write the shrink did not pay for
             prefix += min(extra, st.tokens[e]) * (eff[e] / st.tokens[e])
@@ -268,7 +279,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     appends its decisions here (see `replay.engine.calibration`)."""
     cfg = opts.cache
     cache = StreamCache(cfg)
-    rates, each, min_c, auto, steps = _model_tables(vocab, opts, detail is not None)
+    rates, each, min_c, auto, grids, retention, openai = _model_tables(vocab, opts, detail is not None)
     per_model = [[0.0, 0.0, 0.0, 0.0, 0.0] for _ in rates]
     overhead_of = _overheads(st, policy, ctx, len(rates))
     sys_of = _system_prefixes(st, overhead_of, cfg)
@@ -295,6 +306,11 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     rewrites = client_rewrites(st, vocab.tool_names, cfg)
     # where the log gives no time, the TTL model cannot judge: the recorded read decides
     untimed = unknown_times(st, cfg) if st.r_evict else [False] * st.n_requests
+    reasoning_cuts = openai_reasoning_cuts(st, cfg, openai)
+    second = openai_second_requests(st, cfg, openai)
+    routing_miss = cfg.openai_routing_miss if cfg.observed_evictions == "none" else 0.0
+    # other sessions keep the client's instructions warm (CacheConfig.openai_warm_prefix)
+    warm_kept = cfg.openai_warm_prefix == "kept"
     frame = bool(st.r_residual)
     first = True
     n_req = 0
@@ -314,7 +330,8 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             # cached per the log though this stream did not write it: kept warm by other sessions
             # in the policy's world: a policy that shrank the overhead shrank what was warm too
             warm = in_policy_world(st, eff, k, float(rr), overhead, logged_of[model], overhead)
-            cache.warm(model, min(warm, total - unc_rec, overhead), t, ttl)
+            cache.warm(model, min(warm, total - unc_rec, overhead), t,
+                       KEPT_MS if warm_kept and openai[model] else ttl)
         first = False
         pos, part = r_pos[k], r_part[k]
         if frame and not auto[model] and k > 0 and r_part[k - 1] == part and residual[k] < residual[k - 1] \
@@ -341,7 +358,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             # first message: the message entries are invalid, the system's stay
             cache.drop_messages(model)
         if (evictions or untimed[k]) and evict[k] < pos:
-            _evict(cache, st, eff, k, overhead, logged_of[model], t)
+            _evict(cache, st, eff, k, overhead, logged_of[model], t, auto[model])
         if evictions and not auto[model] and rr > 0:
             p_obs = -1
             if record is not None:
@@ -356,9 +373,21 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         elif record is not None:
             record.append(-1)
         if auto[model]:
+            if reasoning_cuts[k] >= 0:
+                # a new user turn: the earlier turns' reasoning left the prompt
+                cache.cut_after(part, reasoning_cuts[k])
+            if second[k]:
+                cache.drop_messages(model)
+            step, base = grids[model]
             read, written, uncached, bust = cache.request_auto(
-                model, part, pos, t, total, OPENAI_RETENTION_MS if auto_log else ttl, changed_from, removed,
-                min_c[model], steps[model])
+                model, part, pos, t, total, retention[model] if auto_log else ttl, changed_from, removed,
+                min_c[model], step, base)
+            if routing_miss and openai[model] and read > 0.0:
+                # expected: a request routed to a machine without the prefix reads the warm part only
+                warm = cache.warm_length(model, t)
+                lost = routing_miss * (read - (warm if warm < read else read))
+                read -= lost
+                uncached += lost
         else:
             read, written, uncached, bust = cache.request(
                 model, part, pos, t, total, unc_rec if unc_rec < total else total, sys_of[model], ttl, min_c[model],

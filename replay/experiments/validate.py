@@ -99,11 +99,13 @@ def naive_config(cfg: CacheConfig, name: str) -> CacheConfig:
     switches, the clock, and content the recorded input sizes show removed). Switched
     off: every rule by which the model predicts a break or a write no request shows
     (observed evictions and writes, the turn-end write, thinking switches, resumes, task and
-    skill turns); for ``never_breaks`` also the TTL."""
+    skill turns, OpenAI's reasoning turns, second requests and routing misses); for
+    ``never_breaks`` also the TTL."""
     if name not in NAIVE:
         raise ValueError(f"naive predictor {name!r}; known: {', '.join(NAIVE)}")
     off = dict(observed_evictions="none", turn_end_write="none", thinking_switch="ignore", resume="ignore",
-               task_turns="ignore", skill_turns="ignore")
+               task_turns="ignore", skill_turns="ignore", openai_reasoning="keep", openai_second_request="model",
+               openai_routing_miss=0.0)
     return replace(cfg, **off, expiry="never" if name == "never_breaks" else cfg.expiry)
 
 
@@ -349,6 +351,7 @@ def validate(con, dataset: str, opts: ReplayOptions) -> dict[str, Any]:
         else:
             by_agent[a] = {"sessions": 0, "note": "no input usage recorded: replayed on BPE counts, not validated"}
     overall["by_agent"] = by_agent
+    overall["by_provider"] = by_provider(ds, recorded, sims, sessions)
     overall["requests"] = ds.n_requests
     overall["requests_with_residual"] = sum(x["residual_requests"] for x in sessions)
     overall["requests_without_usage"] = sum(x["requests_without_usage"] for x in sessions)
@@ -459,3 +462,23 @@ def _save_atomic(fig, out: Path) -> None:
 def public(report: dict[str, Any]) -> dict[str, Any]:
     """The JSON-serializable part of a report."""
     return {k: v for k, v in report.items() if not k.startswith("_")}
+
+
+def by_provider(ds: Dataset, recorded: dict, sims: dict, sessions: list[dict]) -> dict[str, Any]:
+    """Each variant's figures over the validated sessions of each cache provider (the provider
+    of the models a session's requests with usage name: "anthropic", "openai", "google", or
+    "mixed" when they name several): each provider's cache rules are a model of their own."""
+    from replay.model.costs import provider_of
+
+    names = ds.vocab.models
+    of: dict[str, str] = {}
+    for s in ds.sessions:
+        found = {provider_of(names[st.r_model[k]]) or "unknown" for st in s.streams
+                 for k in range(st.n_requests) if st.r_has_usage[k]}
+        of[s.session_key] = found.pop() if len(found) == 1 else "mixed"
+    out = {}
+    for p in sorted({of[x["session_id"]] for x in sessions if x["usage_recorded"]}):
+        keys = {x["session_id"] for x in sessions if x["usage_recorded"] and of[x["session_id"]] == p}
+        out[p] = {"sessions": len(keys),
+                  "variants": {name: _variant_summary(recorded, sim, sessions, keys, name) for name, sim in sims.items()}}
+    return out

@@ -145,7 +145,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("openai_caching", "provider",
              "OpenAI's automatic caching on the same requests, at each model's own rates",
              "OpenAI: caching is automatic for prompts of 1,024 tokens or more, in 128-token increments, with no "
-             "write charge; cached prefixes stay 5-10 minutes idle (10 here), at most an hour",
+             "write charge; cached prefixes stay 5-10 minutes idle, at most an hour (the project's OpenAI rules: "
+             "`openai_retention`, an hour by default, docs/replay-model.md)",
              OPENAI_CACHING, "input totals and outputs only (no breakpoints, so no uncached tail; no client breaks)",
              {"ttl": "log", "thinking_switch": "ignore", "resume": "ignore", "task_turns": "ignore",
               "skill_turns": "ignore"}, provider=ProviderRules("openai")),

@@ -16,14 +16,22 @@ only) belongs to no partition, so it survives compactions.
 
 from __future__ import annotations
 
+import re
 from bisect import insort
 from dataclasses import asdict, dataclass
 
 SYS = -1  # partition key of the system+tools prefix entry
 OPENAI_MIN = 1024  # OpenAI caches prompts from 1,024 tokens ...
 OPENAI_STEP = 128  # ... in 128-token increments
-OPENAI_RETENTION_MS = 10 * 60 * 1000  # in-memory retention: 5-10 minutes of inactivity
 NEVER = 1 << 62  # the expiry of an entry that never expires (``expiry = "never"``)
+OPENAI_RETENTION_MS = 10 * 60 * 1000  # in-memory retention: 5-10 minutes of inactivity ...
+OPENAI_MAX_RETENTION_MS = 60 * 60 * 1000  # ... "always removed within one hour"
+OPENAI_EXTENDED_RETENTION_MS = 24 * 60 * 60 * 1000  # extended retention (prompt_cache_retention = 24h)
+OPENAI_RETENTIONS = {"1h": OPENAI_MAX_RETENTION_MS, "10m": OPENAI_RETENTION_MS, "24h": OPENAI_EXTENDED_RETENTION_MS}
+# GPT-5.5: every cached count on the shared Codex logs (1,017 of 1,017) is 384 + a multiple of
+# 512, and a request reads the previous prompt down to that grid (docs/replay-model.md)
+GPT55_STEP, GPT55_BASE = 512, 384
+_GPT55 = re.compile(r"(?:^|/)gpt-5\.5(?:$|[-@:])")
 TTL_MS = {"5m": 5 * 60 * 1000, "1h": 60 * 60 * 1000}
 BREAKPOINTS = ("claude-code", "last-message", "none")
 TTLS = ("log", "5m", "1h")
@@ -106,6 +114,26 @@ class CacheConfig:
         read or wrote expires a TTL after its response ended (its last logged block: the
         idle gaps of the shared logs split hits from misses at 300 s measured from there,
         docs/replay-model.md, "TTL edge"); "response": both at the request's own time.
+    OpenAI automatic caching (models of provider "openai"; evidence: docs/replay-model.md,
+    "OpenAI automatic caching"):
+    openai_retention: how long an OpenAI prefix stays cached after its last use when ``ttl`` is
+        "log": "1h" (in-memory retention is always removed within one hour), "10m" (the
+        typical 5-10 minutes of inactivity), "24h" (extended retention).
+    openai_increments: "observed": GPT-5.5 reads end at 384 + a multiple of 512 tokens (every
+        cached count of the shared Codex logs), other models at 1,024 + a multiple of 128;
+        "documented": 1,024 + a multiple of 128 for every model.
+    openai_reasoning: "turn": at a request that opens a user turn, the reasoning items of the
+        earlier turns are no longer in the prompt (OpenAI discards reasoning after each turn),
+        so no entry reaches past the previous turn's first reasoning block; "keep": no rule.
+    openai_second_request: "system_only": the second request of a stream reads only the prefix
+        other sessions kept warm (its first request's warm read), as on every shared Codex
+        log; "model": no rule.
+    openai_warm_prefix: "kept": the prefix a stream's first request read warm (cached by other
+        sessions: the client's instructions and tools) stays readable however long the stream
+        idles; "ttl": it expires like the stream's own entries.
+    openai_routing_miss: the share of a request's predicted read beyond the warm prefix that
+        is lost to requests routed to a machine without the prefix (an expected value, in the
+        model-only variant only: the calibrated one replays the recorded misses); 0 = off.
     """
 
     ttl: str = "log"
@@ -124,6 +152,13 @@ class CacheConfig:
     system_prefix: str = "earlier"
     prefix_versions: str = "nearest"
     clock: str = "end"
+    # OpenAI automatic caching (provider "openai" only)
+    openai_retention: str = "1h"
+    openai_increments: str = "observed"
+    openai_reasoning: str = "turn"
+    openai_second_request: str = "system_only"
+    openai_warm_prefix: str = "kept"
+    openai_routing_miss: float = 0.0
 
     def __post_init__(self):
         for name, allowed in (("ttl", TTLS), ("expiry", ("ttl", "never")), ("breakpoints", BREAKPOINTS),
@@ -134,9 +169,16 @@ class CacheConfig:
                               ("unknown_times", ("log", "model")),
                               ("system_prefix", ("dataset", "earlier", "log", "overhead")),
                               ("prefix_versions", ("nearest", "same")),
-                              ("clock", ("send", "end", "response"))):
+                              ("clock", ("send", "end", "response")),
+                              ("openai_retention", tuple(OPENAI_RETENTIONS)),
+                              ("openai_increments", ("observed", "documented")),
+                              ("openai_reasoning", ("turn", "keep")),
+                              ("openai_second_request", ("system_only", "model")),
+                              ("openai_warm_prefix", ("kept", "ttl"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"cache.{name} = {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
+        if not 0.0 <= self.openai_routing_miss < 1.0:
+            raise ValueError("cache.openai_routing_miss must be >= 0 and < 1")
         if self.lookback_blocks is not None and self.lookback_blocks < 0:
             raise ValueError("cache.lookback_blocks must be >= 0")
 
@@ -148,7 +190,17 @@ class CacheConfig:
 # rule (runs store their full configuration, so a missing key means an older ctxreplay).
 LEGACY_SETTINGS = {"prefix_versions": "same", "turn_end_write": "none", "thinking_switch": "ignore", "system_prefix": "overhead",
                    "clock": "response", "resume": "ignore", "task_turns": "ignore", "unknown_times": "model",
-                   "skill_turns": "ignore", "expiry": "ttl"}
+                   "skill_turns": "ignore", "expiry": "ttl", "openai_retention": "10m",
+                   "openai_increments": "documented", "openai_reasoning": "keep", "openai_second_request": "model",
+                   "openai_warm_prefix": "ttl", "openai_routing_miss": 0.0}
+
+
+def openai_grid(model: str, cfg: CacheConfig) -> tuple[int, int]:
+    """(step, base) of the token counts an OpenAI model reads from cache: a read is the
+    largest ``base + step * n`` not above the matched prefix (and at least 1,024)."""
+    if cfg.openai_increments == "observed" and _GPT55.search((model or "").lower()):
+        return GPT55_STEP, GPT55_BASE
+    return OPENAI_STEP, OPENAI_MIN
 
 
 def stored_settings(cfg: dict) -> dict:
@@ -251,6 +303,16 @@ class StreamCache:
         ``model`` (a thinking switch): only its system-prefix entries stay readable."""
         self.entries = [e for e in self.entries if e[0] != model or e[1] == SYS]
 
+    def cut_after(self, part: int, pos: int) -> None:
+        """The prompt changed at block ``pos`` of partition ``part`` (automatic caching: an
+        entry is the whole earlier prompt, so one that reaches past the change is not a prefix
+        of the new prompt; OpenAI's earlier reasoning leaving the prompt)."""
+        self.entries = [e for e in self.entries if e[1] != part or e[2] <= pos]
+
+    def warm_length(self, model: int, t: int) -> float:
+        """The longest system-prefix entry of ``model`` alive at ``t`` (kept warm by other sessions)."""
+        return max((e[3] for e in self.sys if e[0] == model and e[4] >= t), default=0.0)
+
     def write(self, model: int, part: int, pos: int, tokens: float, t: int, ttl_ms: int) -> None:
         """An entry written by a request the log does not show, just before ``t`` (it lives
         until ``t`` unless a request reads and so refreshes it)."""
@@ -277,11 +339,11 @@ class StreamCache:
 
     def request_auto(self, model: int, part: int, pos: int, t: int, total: float, ttl_ms: int,
                      changed_from: int | None, removed: float = 0.0, min_tokens: int = OPENAI_MIN,
-                     step: int = OPENAI_STEP) -> tuple[float, float, float, float]:
+                     step: int = OPENAI_STEP, base: int | None = None) -> tuple[float, float, float, float]:
         """Automatic (implicit) caching: the whole prompt is cached with no write charge; a later
         request reads the longest cached prefix of at least ``min_tokens``, counted in
-        ``step``-token increments (OpenAI: from 1,024 in steps of 128; Gemini: per-model
-        minimum, no steps)."""
+        ``step``-token increments from ``base`` (default ``min_tokens``; OpenAI: from 1,024 in
+        steps of 128, GPT-5.5 at 384 + multiples of 512; Gemini: per-model minimum, no steps)."""
         bust = 0.0
         if changed_from is not None:
             before = self._best(model, part, pos, t, float("inf"))
@@ -298,7 +360,17 @@ class StreamCache:
             match = min(best[3], total)
             if match >= min_tokens:
                 # token counts are fractional after anchoring: without steps the match is read whole
-                read = match if step <= 1 else min_tokens + step * ((match - min_tokens) // step)
+                if step <= 1:
+                    read = match
+                else:
+                    b = min_tokens if base is None else base
+                    # a prefix summed along another path of floats may fall a hair short of a
+                    # grid point it reaches
+                    read = b + step * ((match - b + 1e-6) // step)
+                    if read > match:
+                        read = match
+                    if read < min_tokens:
+                        read = 0.0
             best[4] = t + best[5]
         if total >= min_tokens:
             self._add([model, part, pos, total, t + ttl_ms, ttl_ms])

@@ -93,8 +93,9 @@ class ClientCache:
 class ProviderRules:
     """caching: "model": each model's provider rules (Anthropic breakpoints, OpenAI or Gemini
     automatic caching); "openai": OpenAI's automatic caching for every model (writes free,
-    cached from 1,024 tokens in 128-token increments, retained for 10 minutes idle unless
-    ``CacheConfig.ttl`` forces a TTL), at the model's own rates."""
+    cached from 1,024 tokens in 128-token increments, retained as ``CacheConfig.openai_retention``
+    says unless ``CacheConfig.ttl`` forces a TTL, with the other ``openai_*`` rules), at the
+    model's own rates."""
 
     caching: str = "model"
 
