@@ -36,6 +36,14 @@ BOUNDS = {"bound_insert": "insert-time", "bound_retro": "lossless"}
 UNIT = {"cost": ("of cost", "$"), "context_tokens": ("of context tokens", "tokens")}
 
 
+def calibrated_whatif(row: dict) -> bool:
+    """A run of the calibrated variant under a cache what-if setting (`replay.model.whatif`):
+    its prices rest on recorded misses the setting would change, so it is never ranked."""
+    from replay.model.whatif import whatif_settings
+
+    return row.get("variant") == "calibrated" and bool(whatif_settings(row.get("cache_config") or {}))
+
+
 def ttl_text(cache: dict) -> str:
     ttl = cache.get("ttl", "log")
     return "TTL as logged" if ttl == "log" else f"TTL {ttl}"
@@ -229,9 +237,13 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
             f"{d}{'' if s == 'null' else ' slice ' + s}" for d, s in sorted(sets)) + "): a saving is only comparable "
             "within one; choose one dataset and slice")
     floor = rules.MIN_SAVING_PER_SESSION[fig] if min_per_session is None else float(min_per_session)
-    cal = [r for r in rows if r["variant"] == "calibrated"]
+    # a cache what-if (a forced TTL, a client break ignored) is never ranked by calibrated prices:
+    # that variant copies the log's recorded misses, which the setting would change
+    whatifs = [r for r in rows if calibrated_whatif(r)]
+    trusted = [r for r in rows if not calibrated_whatif(r)]
+    cal = [r for r in trusted if r["variant"] == "calibrated"]
     variant = "calibrated" if cal else "model_only"
-    cal = cal or rows
+    cal = cal or trusted
     bounds = bound_runs(cal)
     cal = [r for r in cal if r["policy"] not in BOUNDS]
     latest = {configuration_key(r): r for r in cal}  # a configuration run twice counts once (its latest run)
@@ -259,7 +271,8 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
                            "risk_rule": rules.limits_text(max_risk), "min_saving_per_session": floor,
                            "candidates": len(cand), "beats_baseline": bool(winners), "worth_acting": bool(act),
                            "best": None, "dropped": dropped, "without_baseline": [r["run_id"] for r in unmeasured],
-                           "ranked": [{**summary(r, fig), "bound": bound_share(r, bounds, fig)} for r in ranked[:top]]}
+                           "ranked": [{**summary(r, fig), "bound": bound_share(r, bounds, fig)} for r in ranked[:top]],
+                           "not_ranked_whatifs": sorted({r["run_id"] for r in whatifs if r["policy"] != "noop"})}
     if not measured:
         if unmeasured:
             out["verdict"] = "no_baseline"

@@ -87,6 +87,24 @@ def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
     return res
 
 
+def _whatif(con, dataset: str, slice: dict | None, prices=None) -> dict[str, Any] | None:
+    """The cache what-ifs of the report's sessions (`replay.experiments.whatif`, model-only), or
+    None when the dataset has no Claude session to replay (the levers section then names the
+    breaks only)."""
+    from replay import store
+    from replay.engine import ReplayOptions
+    from replay.experiments.runs import load
+    from .whatif import whatif
+
+    try:
+        ds = load(con, dataset, slice)
+    except store.StoreError:
+        return None
+    if not ds.sessions:
+        return None
+    return whatif(ds, ReplayOptions(prices=prices) if prices is not None else ReplayOptions())
+
+
 def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str,
            max_risk: dict[str, float] | None, slice: dict | None = None,
            min_per_session: float | None = None, prices=None) -> dict[str, Any]:
@@ -117,6 +135,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         tb = tables.tool_breakdown(con, dataset)
         ans = answer(con, rows, objective, max_risk, min_per_session=min_per_session)
         brk = breaks_summary(con, dataset, prices)
+        wi = _whatif(con, dataset, slice, prices)
     finally:
         con.close()
     if not rows:
@@ -149,9 +168,10 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     front = tables.pareto_front(mc[~mc["policy"].isin(["noop", *BOUNDS])])
     add("pareto", "Every calibrated run: cost saved against risk; the line is the Pareto frontier",
         plots.pareto(mc, front), "pareto")
-    sweeps = [s for s in mc["sweep_id"].dropna().unique()]
+    sweeps = [s for s in m["sweep_id"].dropna().unique()] if not m.empty else []
     for sid in sweeps:
-        t = tables.sweep_table(mc, sid)
+        # a sweep over a cache what-if grid runs model-only only (replay.experiments.sweep): its own variant
+        t = tables.sweep_table(tables.calibrated(m[m["sweep_id"] == sid]), sid)
         if t.empty:  # a sweep of baselines only (policy noop): nothing to draw against them
             continue
         var = tables.varying_columns(t)
@@ -165,6 +185,10 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     study = tables.cache_hit_study(tables.calibrated(df))
     if not study.empty:
         add("cache", "Saving under other cache prices (calibrated runs)", plots.cache_hit_study(study), "cache-prices")
+    if wi and wi["scenarios"]:
+        add("levers", "Cost under each cache what-if scenario (model-only, `ctxreplay whatif`) with the 95% interval "
+            "of its saving; the dashed line is the recorded settings' model-only replay",
+            plots.whatif_costs(wi["scenarios"], wi["baseline"]["cost"]), "levers")
     if sum(1 for b in brk["by_cause"] if b["count"]) >= 3:  # fewer causes: the table says it all
         add("breaks", "Cache breaks of the recorded logs: re-billed dollars by cause (hatched: inferred cause)",
             plots.breaks_by_cause(brk["by_cause"]), "breaks")
@@ -174,7 +198,9 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     # ---- markdown: the answer first, then both variants, fidelity, detail ------------------
     gen = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     md: list[str] = [f"# ctxreplay policy report: {dataset}", ""]
+    md += sections.levers(brk, wi, ans)
     md += sections.recommendation(ans, bands, _img_md("answer", figures))
+    md += sections.levers_chart(_img_md("levers", figures))
     md += sections.both_variants(rows)
     md += sections.bounds(rows)
     md += sections.fidelity(fid, _img_md("fidelity", figures))
@@ -192,7 +218,10 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         for sid in sweeps:
             n = int(((m["sweep_id"] == sid) & (m["policy"] != "noop")).sum())
             nb = int(((m["sweep_id"] == sid) & (m["policy"] == "noop")).sum())
-            md.append(f"Sweep `{sid}`: {n} runs (the charts show the calibrated variant; capacity 0 = unbounded)." if n
+            only_mo = not (tables.calibrated(m[m["sweep_id"] == sid])["cache_dict"].map(tables.variant)
+                           == "calibrated").any()
+            shown = "model-only: a cache what-if grid" if only_mo else "calibrated"
+            md.append(f"Sweep `{sid}`: {n} runs (the charts show the {shown} variant; capacity 0 = unbounded)." if n
                       else f"Sweep `{sid}`: {nb} no-op baseline(s) only, no policy runs to chart.")
         md += ["", _img_md("sweeps", figures), ""]
     if not study.empty:

@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 
 from . import intervals as iv
-from .answer import (BOUNDS, bound_runs, bound_share, interval_text, money, name, pct, per_session_text, settings,
-                     ttl_text)
+from .answer import (BOUNDS, bound_runs, bound_share, calibrated_whatif, interval_text, money, name, pct,
+                     per_session_text, settings, ttl_text)
 from .fidelity import NAMES, variant_fidelity
 
 VARIANT_NAME = {"calibrated": "calibrated", "model_only": "model only"}
@@ -271,12 +271,15 @@ def leaderboard(rows: list[dict], img: str) -> list[str]:
           " context saved | tokens delivered | delivered saved | hit rate | busts | rewritten tokens | hints | dangling |"
           " stale | trimmed, re-read | run |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(rows, key=lambda r: r["figures"]["cost"]):
+    # a cache what-if priced by the calibrated variant alone is listed last, unranked: that variant
+    # copies the log's recorded misses, which the setting would change (`ctxreplay whatif` measures it)
+    for r in sorted(rows, key=lambda r: (calibrated_whatif(r), r["figures"]["cost"])):
         f = r["figures"]
         s = r.get("saved_pct") or {}
         dist = (r.get("distinguishable") or {}).get("cost")
+        ttl = str(r["cache_config"].get("ttl")) + (" (what-if, calibrated: not ranked)" if calibrated_whatif(r) else "")
         md.append(
-            f"| {r['policy']} | {settings_text(r['policy'], r['params'])} | {r['cache_config'].get('ttl')} | "
+            f"| {r['policy']} | {settings_text(r['policy'], r['params'])} | {ttl} | "
             f"{VARIANT_NAME.get(r['variant'], r['variant'])} | {num(f['cost'], 2)} | {pct(s.get('cost'))} | "
             f"{interval_text((r.get('interval') or {}).get('cost'))} | "
             f"{'-' if r['policy'] == 'noop' else 'yes' if dist else 'no'} | "
@@ -327,5 +330,73 @@ def risk(rows: list[dict]) -> list[str]:
     return md + [""]
 
 
-__all__ = ["both_variants", "bounds", "breaks", "dropped_runs", "fidelity", "leaderboard", "name", "per_agent",
+__all__ = ["both_variants", "bounds", "breaks", "dropped_runs", "fidelity", "leaderboard", "levers", "levers_chart", "name", "per_agent",
            "recommendation", "risk", "ttl_text"]
+
+
+TOP_LEVERS = 5  # the levers the report leads with; the rest is one line (the answer stays near the top)
+
+
+def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any]) -> list[str]:
+    """The answer first (issue 26 item 5): what the cache breaks cost, then the levers, biggest
+    saving first — the cache what-ifs (`ctxreplay whatif`, model-only), the cache bound and the
+    best deduplication policy — each with dollars and its 95% interval; a lever that is not
+    distinguishable, or below the practical threshold per session, is said not worth acting on.
+    Kept short: the recommendation and its chart follow within the first screen."""
+    md = ["## The levers, biggest first", ""]
+    recorded = (wi or {}).get("baseline", {}).get("recorded_cost")
+    share = f" ({brk['cost'] / recorded:.1%} of the recorded cost, {money(recorded, 'cost')})" if recorded else ""
+    head = f"Cache breaks re-billed **{money(brk['cost'], 'cost')}**{share} in {brk['breaks']:,} breaks."
+    items: list[tuple[float, str]] = []
+    idle: list[str] = []
+    if wi:
+        n = wi["sessions"] or 1
+        thr = wi.get("practical_threshold_per_session", 0.01)
+        idle = [r["name"] for r in wi["scenarios"] if not r["sessions_changed"]]
+        for r in wi["scenarios"]:
+            if not r["sessions_changed"]:
+                continue
+            iv_ = r["interval_pct"]["cost"]
+            ivt = "-" if iv_ is None else f"{iv_['low']:+.2f}% to {iv_['high']:+.2f}%"
+            verdict = ("" if r["worth_acting_on"] else "; not distinguishable" if not r["distinguishable"]
+                       else f"; below {money(thr, 'cost')} per session: not worth acting on"
+                       if r["saved"]["cost"] / n < thr else "; costs more")
+            # named apart from the policy bounds of `ctxreplay bound` (section *Offline-optimal bounds*)
+            what = "cache bound, hindsight" if r["name"] == "bound_offline" else r["family"]
+            items.append((r["saved"]["cost"], f"- `{r['name']}` ({what}): {money(r['saved']['cost'], 'cost')} "
+                          f"({r['saved_pct']['cost']:+.2f}%, 95% interval {ivt}){verdict}"))
+        head += (" What each lever would have saved against the recorded settings (cache levers: model-only, "
+                 "`ctxreplay whatif`, which describes each; the policy: against its own baseline):")
+    items.sort(key=lambda x: -x[0])
+    more = len(items) - (TOP_LEVERS - 1)
+    items = items[:TOP_LEVERS - 1]
+    lead = ans.get("best") or ans.get("closest")
+    if lead and ans.get("figure") == "cost":
+        items.append((lead["saved"] or 0.0, f"- best deduplication policy, {lead['name']}: "
+                      f"{money(lead['saved'], 'cost')} ({pct(lead['saved_pct'])}, 95% interval "
+                      f"{interval_text(lead['interval'])}; {ans.get('verdict', '').replace('_', ' ')})"))
+    md += [head, ""]
+    md += [t for _, t in sorted(items, key=lambda x: -x[0])]
+    rest = []
+    if more > 0:
+        rest.append(f"{more} more scenario(s) save less")
+    if idle:
+        rest.append("no session changes under " + ", ".join(f"`{x}`" for x in idle))
+    if wi:
+        rest.append("model-only cost error against the recorded bill " + ", ".join(
+            f"{(x['rel_error'] or 0) * 100:+.2f}% ({x['sessions']} sessions writing {g})"
+            for g, x in wi["fidelity"].items() if x["sessions"]) + "; a what-if smaller than that error on the "
+            "sessions it changes is not distinguishable")
+    if rest:
+        md += ["", "; ".join(rest).capitalize() + " (chart: *Cost by cache scenario*)." if wi else
+               "; ".join(rest).capitalize() + "."]
+    return md + [""]
+
+
+def levers_chart(img: str) -> list[str]:
+    """The cost of every cache scenario with its interval, after the recommendation (whose chart
+    comes first on the page)."""
+    if not img:
+        return []
+    return ["## Cost by cache scenario", "", "Every `ctxreplay whatif` scenario's cost on the model-only variant, "
+            "with the 95% interval of its saving; the dashed line is the recorded settings' replay.", "", img, ""]

@@ -90,6 +90,7 @@ DB_COMMANDS = [
     ["sessions"], ["runs"], ["datasets"], ["validate"], ["compare"], ["replay", "--policy", "noop"],
     ["export", "--dataset", "default", "--out", "{tmp}/export"], ["report", "--out", "{tmp}/report"],
     ["tune", str(SPEC), "--trials", "1"], ["sweep", str(SPEC)], ["ingest", str(SAMPLE), "-q"], ["check"],
+    ["whatif"],
 ]
 
 

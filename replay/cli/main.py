@@ -12,7 +12,7 @@ from __future__ import annotations
 import click
 
 from replay import __version__
-from replay.cli import bound, breaks, check, claims, data, demo, results, run, usage
+from replay.cli import bound, breaks, check, claims, data, demo, results, run, usage, whatif
 from replay.cli.common import CONTEXT_SETTINGS, EXIT_CODES, CleanGroup
 from replay.cli.demo import sample_logs_dir
 from replay.cli.privacy import anonymize
@@ -31,7 +31,7 @@ def main() -> None:
 
 
 for _command in [*data.COMMANDS, *usage.COMMANDS, *run.COMMANDS, *results.COMMANDS, *breaks.COMMANDS,
-                 *bound.COMMANDS, *claims.COMMANDS, *check.COMMANDS, *demo.COMMANDS, anonymize]:
+                 *bound.COMMANDS, *whatif.COMMANDS, *claims.COMMANDS, *check.COMMANDS, *demo.COMMANDS, anonymize]:
     # every command answers -h, also when invoked on its own (tests, docgen): click caches a
     # command's help option from the first context that asks for it
     _command.context_settings = {**CONTEXT_SETTINGS, **_command.context_settings}

@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from replay.cli.common import (
-    DB_OPTION, SPEC_ARGUMENT, cache_options, count_progress, dataset_option, echo_json, esc, fail, fail_on,
+    DB_OPTION, SPEC_ARGUMENT, cache_options, count_progress, dataset_option, echo_json, err, esc, fail, fail_on,
     format_option, json_option, make_options, max_risk_option, objective_option, open_db, out, pick_dataset,
     print_table, slice_options
 )
@@ -38,6 +38,25 @@ def _load_dataset(db: Path, dataset: str | None, slice_args: tuple | None = None
     slc = _slice(con, dataset, slice_args)
     with fail_on(store.StoreError):
         return con, dataset, runs.load(con, dataset, slc), slc
+
+
+def _warn_calibrated_whatif(opts: dict) -> None:
+    """A calibrated run under a cache what-if setting prices the log's recorded misses: say so once."""
+    from replay.model.whatif import whatif_settings
+
+    cal = opts.get("calibrated")
+    found = whatif_settings(cal.cache.as_dict()) if cal is not None else []
+    if found:
+        err.print(f"warning: {', '.join(found)} is a cache what-if: the calibrated run copies the log's recorded cache "
+                  "misses, which that setting would change, so the report does not rank it; the model-only run is "
+                  "the prediction (`ctxreplay whatif` compares cache settings)", markup=False, highlight=False)
+
+
+def _notes(spec) -> None:
+    """What load_spec changed (a what-if grid runs model-only), on stderr once the command has
+    succeeded (a failure stays one `error:` line); --json puts them in `notes`."""
+    for note in spec.notes:
+        err.print(f"note: {note}", markup=False, highlight=False)
 
 
 def _slice(con, dataset: str, slice_args: tuple | None) -> dict | None:
@@ -174,6 +193,7 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
                                               slice=slc)
             done[v] = {"run_id": run_id, "sessions": len(results),
                        "totals": {k: sum(r.figures[k] for r in results) for k in results[0].figures} if results else {}}
+    _warn_calibrated_whatif(opts)  # once the runs are stored: a failure stays one error line
     first = done[chosen[0]]
     if as_json:
         echo_json({"run_id": first["run_id"], "policy": policy.name, "dataset": dataset, "slice": slc,
@@ -292,10 +312,11 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, since, until, proje
                "session_configs_run": res.sessions_done, "session_configs_resumed": res.sessions_skipped,
                "seconds": round(res.seconds, 2),
                "blocks_configs_per_s": round(res.blocks_configs / res.seconds) if res.seconds else None,
-               "run_ids": res.run_ids, "slice": slc}
+               "run_ids": res.run_ids, "slice": slc, "notes": spec.notes}
     if as_json:
         echo_json(summary, default=None)
         return
+    _notes(spec)
     out.print(f"sweep [bold]{esc(res.sweep_id)}[/] ({esc(spec.name)}): {res.points} points, {res.skipped_points} "
               f"already finished; {res.sessions_done} session-configs run, {res.sessions_skipped} resumed; "
               f"{res.seconds:.1f}s ({summary['blocks_configs_per_s'] or 0:,} blocks·configs/s)")
@@ -327,8 +348,10 @@ def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
         task = progress.add_task("", total=trials)
         res = run_tune(con, ds, spec, objective=objective, limits=limits, trials=trials, seed=seed,
                        on_trial=lambda t: progress.advance(task))
+    if not as_json:
+        _notes(spec)
     if as_json:
-        echo_json(res)
+        echo_json({**res, "notes": spec.notes})
         return
     _print_tune(res, objective)
 

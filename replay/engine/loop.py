@@ -21,6 +21,7 @@ from replay.engine.walkers import Walker, walk_blocks, walk_fast
 from replay.model.arrays import Dataset, Session, Stream, Vocab
 from replay.model.cache import CacheConfig
 from replay.model.costs import PriceTable
+from replay.model.whatif import WhatIf
 from replay.policies.base import METRICS, Context, Policy
 
 SESSION_FIGURES = (
@@ -42,6 +43,9 @@ class ReplayOptions:
     cache: CacheConfig = field(default_factory=CacheConfig)
     prices: PriceTable = field(default_factory=PriceTable)
     detail: bool = False
+    # a cache what-if (another provider's rules, the client's TTL choices, keep-alive pings);
+    # None: the log's world
+    whatif: WhatIf | None = None
 
 
 # The prefix-sum walker for policies that never rewrite history; tests switch it off to check

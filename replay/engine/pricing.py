@@ -31,8 +31,12 @@ from replay.engine.calibration import (
     tolerance,
 )
 from replay.model.arrays import Stream, Vocab
-from replay.model.cache import OPENAI_RETENTION_MS, OPENAI_RETENTIONS, TTL_MS, CacheConfig, StreamCache, openai_grid
+from replay.model.cache import (
+    OPENAI_MIN, OPENAI_RETENTION_MS, OPENAI_RETENTIONS, TTL_MS, CacheConfig, StreamCache, openai_grid
+)
 from replay.model.costs import provider_of
+from replay.engine.keepalive import Pinger
+from replay.model.whatif import WhatIf, first_idle_ttls
 from replay.policies.base import Context, Policy
 
 if TYPE_CHECKING:
@@ -76,9 +80,14 @@ def _model_tables(vocab: Vocab, opts: ReplayOptions, detail: bool) -> tuple:
     cfg = opts.cache
     rates = [opts.prices.rates(m) for m in vocab.models]
     providers = [provider_of(m) for m in vocab.models]
+    if opts.whatif is not None and opts.whatif.provider.caching == "openai":
+        # another provider's rules on the same requests: OpenAI's automatic caching for every model
+        providers = ["openai"] * len(providers)
     openai = [p == "openai" for p in providers]
+    forced = opts.whatif is not None and opts.whatif.provider.caching == "openai"
     return (rates, [detail or r.tier_threshold is not None for r in rates],
-            [cfg.min_cacheable if cfg.min_cacheable is not None else r.min_cacheable for r in rates],
+            [cfg.min_cacheable if cfg.min_cacheable is not None else OPENAI_MIN if forced else r.min_cacheable
+             for r in rates],
             [p in ("openai", "google") for p in providers],
             [openai_grid(m, cfg) if o else (1, None) for m, o in zip(vocab.models, openai)],
             [OPENAI_RETENTIONS[cfg.openai_retention] if o else OPENAI_RETENTION_MS for o in openai], openai)
@@ -277,6 +286,17 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     sys_of = _system_prefixes(st, overhead_of, cfg)
     logged_of = [st.overhead.get(m, o) for m, o in enumerate(overhead_of)]
     ttls, ttl_1h, auto_log = stream_ttls(st, cfg), TTL_MS["1h"], cfg.ttl == "log"
+    whatif: WhatIf | None = opts.whatif
+    sys_ttl = keep = ping_gaps = None
+    if whatif is not None:
+        client = whatif.client
+        sys_ttl = TTL_MS[client.system_ttl] if client.system_ttl else None
+        keep = client.keepalive
+        if client.ttl_rule == "first_idle":
+            ttls = first_idle_ttls(send_times(st, cfg))
+        elif client.ttl_rule == "plan":
+            ttls, ping_gaps = client.plan(st)
+    pinger = Pinger(keep, rates, auto, min_c) if keep is not None or ping_gaps is not None else None
     residual = st.r_residual or [0.0] * st.n_requests
     evictions, warm_log, evict = cfg.observed_evictions == "log" and bool(st.r_evict), cfg.warm_start == "log", st.r_evict
     r_pos, r_part, r_model, r_ts = st.r_pos, st.r_partition, st.r_model, send_times(st, cfg)
@@ -319,12 +339,21 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 and cache.entries:
             _frame_check(cache, st, eff, k, overhead_of)
         u, t_end = forks[k]
-        if u >= 0 and not auto[model]:
+        fork = u >= 0 and not auto[model]
+        pinging = pinger is not None and k > 0 and (ping_gaps is None or ping_gaps[k])
+        if pinging:
+            # keep-alive pings through the idle gap before this request, up to its turn-end write
+            pinger.gap(cache, st, k, r_ts[k - 1], r_ts[k - 1], t_end if fork and t_end < t else t, ping_gaps is not None,
+                       ttls[k - 1])
+        if fork:
             # the unlogged turn-end request cached the conversation up to the last answer
             cacheable = total - unc_rec
             prefix = _prefix(st, eff, k, u, overhead)
             cache.request(model, part, u, t_end, prefix if prefix < cacheable else cacheable, 0.0, sys_of[model],
-                          ttl, min_c[model], None)
+                          ttl, min_c[model], None, 0.0, sys_ttl_ms=sys_ttl)
+            if pinging and t_end < t:
+                # and from the turn-end write (a use of the cache) on
+                pinger.gap(cache, st, k, r_ts[k - 1], t_end, t, ping_gaps is not None, ttls[k - 1])
         if (switches[k] or rewrites[k]) and not auto[model]:
             # thinking switched on or off, or the client re-rendered the conversation from its
             # first message: the message entries are invalid, the system's stay
@@ -363,8 +392,13 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         else:
             read, written, uncached, bust = cache.request(
                 model, part, pos, t, total, unc_rec if unc_rec < total else total, sys_of[model], ttl, min_c[model],
-                changed_from, removed, refresh[k] if refresh is not None else None)
-        if ttl == ttl_1h:
+                changed_from, removed, refresh[k] if refresh is not None else None, sys_ttl_ms=sys_ttl)
+        if sys_ttl is not None and sys_ttl != ttl and written > 0 and cache.system_bp and read < sys_of[model] \
+                and sys_of[model] >= min_c[model]:
+            # a mixed layout: the part of the write up to the system breakpoint has its own TTL
+            w_sys = min(sys_of[model], read + written) - read
+            w5, w1h = (w_sys, written - w_sys) if ttl == ttl_1h else (written - w_sys, w_sys)
+        elif ttl == ttl_1h:
             w5, w1h = 0.0, written
         else:
             w5, w1h = written, 0.0
@@ -393,6 +427,16 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         if detail is not None:
             _detail_row(detail, st.stream_id, k, (total, uncached, read, w5, w1h, out, cost, bust))
 
+    if pinger is not None:
+        if keep is not None and keep.tail and st.kind == "main" and st.n_requests and ping_gaps is None:
+            # the client cannot know that the user is done: it pings up to the horizon
+            pinger.gap(cache, st, st.n_requests, r_ts[-1], r_ts[-1], None, False, ttls[-1])
+        s_cost += pinger.cost
+        s_total += pinger.input
+        s_unc += pinger.uncached
+        s_read += pinger.read
+        s_out += pinger.output
+        ctx.metrics["keepalive_pings"] = ctx.metrics.get("keepalive_pings", 0.0) + pinger.pings
     _add_figures(ctx.metrics, per_model, rates, n_req, s_total, s_unc, s_read, s_w5, s_w1h, s_out, s_cost, s_busts,
                  s_bust_tokens)
 

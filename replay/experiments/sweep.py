@@ -48,6 +48,7 @@ import numpy as np
 from replay import store
 from replay.model.arrays import Dataset, load_dataset
 from replay.model.cache import CacheConfig
+from replay.model.whatif import whatif_settings
 from replay.model.costs import DEFAULT_PRICE_DATE, PriceTable
 from replay.engine import SESSION_FIGURES, ReplayOptions, replay_session
 from replay.policies import ParamError, build, did_you_mean
@@ -88,6 +89,8 @@ class SweepSpec:
     dataset: str | None = None
     prices: str | None = None
     source: str = ""
+    # what load_spec changed and why (printed by sweep and tune)
+    notes: list[str] = field(default_factory=list)
 
     def points(self) -> list[Point]:
         names = list(self.grid)
@@ -156,6 +159,7 @@ def load_spec(path: Path) -> SweepSpec:
         grid=data.get("grid", {}), cache=data.get("cache", {}), random=rnd, dataset=data.get("dataset"),
         prices=data.get("prices"), source=str(path),
     )
+    _whatif_rule(spec, path)
     # fail before any work: every point must build (unknown names get "did you mean")
     pts = spec.points()
     if not pts:
@@ -167,6 +171,25 @@ def load_spec(path: Path) -> SweepSpec:
         except (ParamError, ValueError) as e:
             raise SpecError(f"{path}: {e}") from e
     return spec
+
+
+def _whatif_rule(spec: SweepSpec, path: Path) -> None:
+    """A [cache] grid with a what-if setting (a TTL other than the log's, a client break
+    ignored) runs every point on the model-only variant, so that the points compare like with
+    like: the calibrated variant copies the log's recorded misses, which such a setting would
+    change (a 5-minute expiry does not happen under a 1-hour TTL), and its prices alone would
+    rank the setting. A spec that asks for the calibrated variant too is refused."""
+    found = sorted({s for k, vs in spec.cache.items() for v in vs for s in whatif_settings({k: v})})
+    if not found:
+        return
+    ev = spec.cache.get("observed_evictions")
+    if ev is not None and "log" in ev:
+        raise SpecError(f"{path}: [cache] {found[0]} is a what-if and observed_evictions includes \"log\": the "
+                        "calibrated variant copies the log's recorded cache misses, which that setting would change; "
+                        "use observed_evictions = [\"none\"] (model-only) or `ctxreplay whatif`")
+    spec.cache = {**spec.cache, "observed_evictions": ["none"]}
+    spec.notes.append(f"[cache] {', '.join(found)} is a what-if: every point runs on the model-only variant "
+                      "(observed_evictions = \"none\"), so the points compare like with like")
 
 
 def _options(p: Point, prices_file: str | None, detail: bool = False) -> ReplayOptions:

@@ -319,6 +319,19 @@ class StreamCache:
         if self.enabled and tokens > 0:
             self._add([model, part, pos, tokens, t, ttl_ms])
 
+    def ping(self, model: int, part: int, pos: int, t: int) -> float:
+        """A keep-alive request at ``t`` that resends the cached prefix and writes nothing: it
+        reads (and so refreshes) the longest entry a request at ``pos`` could read, and hits the
+        system breakpoint. Returns the tokens read (0: nothing alive, no ping is worth sending)."""
+        best = self._best(model, part, pos, t, float("inf"))
+        if best is None:
+            return 0.0
+        best[4] = t + best[5]
+        for e in self.sys:
+            if e[0] == model and e[4] >= t:
+                e[4] = t + e[5]
+        return best[3]
+
     def longest(self, model: int, part: int, pos: int, t: int, limit: float) -> float | None:
         """Length of the longest entry a request at ``pos`` could read now (None: none)."""
         best = self._best(model, part, pos, t, limit)
@@ -366,11 +379,14 @@ class StreamCache:
 
     def request(self, model: int, part: int, pos: int, t: int, total: float, uncached: float,
                 overhead: float, ttl_ms: int, min_cacheable: int, changed_from: int | None,
-                removed: float = 0.0, t_ref: int | None = None) -> tuple[float, float, float, float]:
+                removed: float = 0.0, t_ref: int | None = None,
+                sys_ttl_ms: int | None = None) -> tuple[float, float, float, float]:
         """``removed``: tokens the policy's change took out of this request's input; the
         bust is measured against the entry the unchanged input would have read. The cache is
         looked up at ``t``; what the request reads or writes expires ``ttl`` after ``t_ref``
-        (default ``t``; ``clock = "end"``: the end of its response)."""
+        (default ``t``; ``clock = "end"``: the end of its response). ``sys_ttl_ms``: the TTL of
+        the system-prefix breakpoint when the client gives it its own (a mixed layout: 1h there,
+        ``ttl_ms`` on the conversation); None: ``ttl_ms``."""
         if not self.enabled:
             return 0.0, 0.0, total, 0.0
         tr = t if t_ref is None or t_ref < t else t_ref
@@ -404,6 +420,8 @@ class StreamCache:
             unc = total - read
         if self.system_bp and overhead >= min_cacheable:
             # the system breakpoint is hit (refreshed) or written by every request
+            if sys_ttl_ms is not None:
+                ttl_ms = sys_ttl_ms
             for e in self.sys:
                 if e[0] == model and e[3] == overhead:
                     if e[4] >= t:

@@ -1,0 +1,147 @@
+"""`ctxreplay whatif`: what would the same sessions have cost under another cache setting?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from replay.cli.common import (
+    DB_OPTION, count_progress, dataset_option, echo_json, esc, fail_on, format_option, json_option, open_db, out,
+    pick_dataset, print_table, slice_options
+)
+
+
+@click.command()
+@DB_OPTION
+@dataset_option("Dataset [default: the only one].")
+@click.option("--scenario", "scenarios", metavar="NAME", multiple=True,
+              help="Run only this scenario (repeatable) [default: every scenario and the bound]. Names: "
+                   "ttl_5m, ttl_1h, ttl_mixed, keepalive_15m, keepalive_60m, online_1h_after_idle, "
+                   "no_thinking_switch, no_task_turns, no_skill_turns, no_resume_rerender, openai_caching, "
+                   "rates_sonnet_4_5, bound_offline (`--list` describes each).")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local worker processes replaying the sessions (no short form: -j is --json); the result is the "
+                   "same for any number.")
+@click.option("--list", "list_only", is_flag=True, help="List the scenarios, the rule each rests on and its source, "
+              "and exit (no database needed).")
+@click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/cache_write_1h/cache_read/output "
+                   "in $/Mtok).")
+@click.option("--price-date", default=None, help="Date the library prices are resolved at [default: 2026-11-01].")
+@slice_options
+@json_option("Print JSON: the baseline (the recorded settings, model-only), per scenario its cost and written "
+             "tokens (baseline, scenario, saved, saved_pct, interval_pct), the variant it used, the sessions it "
+             "changes, the model-only error on them, distinguishable, worth_acting_on and the rule and source it "
+             "rests on; the model-only fidelity per recorded TTL (`fidelity`).")
+@format_option
+def whatif(db, dataset, scenarios, jobs, list_only, prices_file, price_date, since, until, projects, models, agents,
+           tz_name, key_file, as_json):
+    """Cache what-ifs: what would these sessions have cost under another cache setting?
+
+    Each scenario replays the dataset on the predictive (model-only) variant — no cache miss or
+    write is copied from the log, since a recorded miss may not happen in the scenario's world —
+    and is compared per session with the model-only replay of the recorded settings (the log's
+    TTL per request, the client's recorded breaks), with a 95% paired bootstrap interval over
+    sessions, in dollars and in cache-write tokens. Scenarios: every write 5m or 1h, a mixed
+    layout (1h on the system prefix, 5m on the conversation), keep-alive pings every 270 s (up
+    to 15 or 60 minutes idle; each ping charged as a request, also those nothing used), an
+    online rule (1h writes after a stream's first idle gap over 5 minutes), one client break
+    avoided per scenario (thinking switches, task turns, skill turns, resume re-renders),
+    OpenAI's automatic caching and Claude Sonnet 4.5's rates; and bound_offline, the best
+    TTL/keep-alive schedule per stream chosen with hindsight. A saving whose interval contains
+    0, or that is smaller than the model-only error on the sessions it changes, is not
+    distinguishable. Rules and sources: docs/replay-model.md, "Cache what-ifs"."""
+    from replay import store
+    from replay.engine import ReplayOptions
+    from replay.experiments import runs
+    from replay.experiments.whatif import SCENARIOS, UnknownScenario, pick
+    from analysis.whatif import whatif as run_whatif
+    from replay.model.cache import CacheConfig
+    from replay.model.costs import PriceError
+
+    with fail_on(UnknownScenario):
+        names = pick(list(scenarios))
+    if list_only:
+        _list(names, SCENARIOS, as_json)
+        return
+    from replay.cli.usage import make_slice, price_table
+
+    prices = price_table(prices_file, price_date)
+    con = open_db(db)
+    dataset = pick_dataset(con, dataset, db)
+    slc = make_slice(con, dataset, since, until, projects, models, agents, tz_name, key_file)
+    with fail_on(store.StoreError):
+        ds = runs.load(con, dataset, slc)
+    progress = count_progress("whatif", "{task.completed}/{task.total}", disable=as_json)
+    with fail_on(PriceError, ValueError), progress:
+        task = progress.add_task("", total=len(ds.sessions))
+        got = run_whatif(ds, ReplayOptions(CacheConfig(), prices), names, on_step=lambda s: progress.advance(task),
+                         jobs=jobs)
+    got = {"dataset": dataset, "slice": slc, **got}
+    if as_json:
+        echo_json(got, default=None)
+        return
+    _print(got)
+
+
+def _list(names, scenarios, as_json) -> None:
+    from replay.experiments.whatif import BOUND
+
+    rows = []
+    for n in names:
+        if n == BOUND:
+            rows.append({"name": n, "family": "bound", "summary": "per stream the cheapest of a hindsight schedule "
+                         "(per write 5m or 1h, per idle gap ping through or not) and every TTL/keep-alive scenario",
+                         "rule": "the TTL/keep-alive family with hindsight", "source": "docs/replay-model.md"})
+        else:
+            s = scenarios[n]
+            rows.append({"name": n, "family": s.family, "summary": s.summary, "rule": s.rule, "source": s.source,
+                         "carries": s.carries})
+    if as_json:
+        echo_json(rows)
+        return
+    t = Table("scenario", "family", "what changes", "rule", "source", title="Cache what-if scenarios")
+    for r in rows:
+        t.add_row(esc(r["name"]), r["family"], esc(r["summary"]), esc(r["rule"]), esc(r["source"]))
+    print_table(t)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.2f}%"
+
+
+def _print(got: dict) -> None:
+    b = got["baseline"]
+    t = Table("scenario", "variant", "cost $", "saved $", "saved", "95% interval", "writes saved", "sessions changed",
+              "model error there", "distinguishable", "pings",
+              title=f"Cache what-ifs vs the recorded settings ({b['variant']}: ${b['cost']:,.2f}; recorded bill "
+                    f"${b['recorded_cost']:,.2f}; {got['sessions']} sessions)")
+    for r in sorted(got["scenarios"], key=lambda r: -r["saved"]["cost"]):
+        iv = r["interval_pct"]["cost"]
+        err = r["model_error_on_changed_pct"]
+        t.add_row(esc(r["name"]), esc(r["variant"]), f"{r['scenario']['cost']:,.2f}", f"{r['saved']['cost']:+,.2f}",
+                  _pct(r["saved_pct"]["cost"]), "-" if iv is None else f"[{iv['low']:+.2f}%, {iv['high']:+.2f}%]",
+                  _pct(r["saved_pct"]["cache_write"]), str(r["sessions_changed"]),
+                  "-" if err is None else f"{err:.2f}%", "yes" if r["distinguishable"] else "no",
+                  f"{r['totals']['keepalive_pings']:,.0f}")
+    print_table(t)
+    f = Table("recorded TTL", "sessions", "recorded $", "model-only $", "error", "every write at that TTL: error",
+              "sessions within 2%", title="Model-only fidelity by the TTL the log recorded")
+    for g, x in got["fidelity"].items():
+        f.add_row(g, str(x["sessions"]), f"{x['recorded_cost']:,.2f}", f"{x['model_only_cost']:,.2f}",
+                  _frac(x["rel_error"]), _frac(x[f"every_write_{g}_rel_error"]), str(x["sessions_within_2pct"]))
+    print_table(f)
+    bound = next((r for r in got["scenarios"] if r["name"] == "bound_offline"), None)
+    if bound and bound.get("online_share_of_bound") is not None:
+        out.print(f"online_1h_after_idle reaches {bound['online_share_of_bound']:.0%} of the offline bound's saving")
+    out.print(f"computed in {got['seconds']:.1f} s; not distinguishable: the interval contains 0, or the saving on the "
+              "sessions a scenario changes is smaller than the model-only error on them")
+
+
+def _frac(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:+.2f}%"
+
+
+COMMANDS = [whatif]
