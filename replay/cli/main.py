@@ -2,7 +2,7 @@
 
 Each command group lives in its own module, a thin layer over the library: `data`
 (ingest, datasets, sessions, export, generate), `usage` (recorded usage and cost), `run` (policies, replay, runs, sweep,
-tune), `results` (compare, report, validate), `demo` and `privacy` (anonymize). What
+tune), `results` (compare, report), `fidelity` (validate), `demo` and `privacy` (anonymize). What
 they share (options, consoles, error handling, database helpers) is in `common`; `check`
 reads a database fully to tell whether it is whole.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import click
 
 from replay import __version__
-from replay.cli import bound, breaks, check, claims, data, demo, results, run, usage, whatif
+from replay.cli import bound, breaks, check, claims, data, demo, fidelity, results, run, usage, whatif
 from replay.cli.common import CONTEXT_SETTINGS, EXIT_CODES, CleanGroup
 from replay.cli.demo import sample_logs_dir
 from replay.cli.privacy import anonymize
@@ -30,7 +30,7 @@ def main() -> None:
     """
 
 
-for _command in [*data.COMMANDS, *usage.COMMANDS, *run.COMMANDS, *results.COMMANDS, *breaks.COMMANDS,
+for _command in [*data.COMMANDS, *usage.COMMANDS, *run.COMMANDS, *results.COMMANDS, *fidelity.COMMANDS, *breaks.COMMANDS,
                  *bound.COMMANDS, *whatif.COMMANDS, *claims.COMMANDS, *check.COMMANDS, *demo.COMMANDS, anonymize]:
     # every command answers -h, also when invoked on its own (tests, docgen): click caches a
     # command's help option from the first context that asks for it

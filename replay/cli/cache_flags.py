@@ -1,0 +1,121 @@
+"""The cache-model and price options that replay, validate and friends share, and the
+`ReplayOptions` they make (re-exported by `replay.cli.common`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+def _to_meta(ctx: click.Context, param: click.Parameter, value):
+    # cache settings that commands pass through untouched: kept off their signatures
+    ctx.meta[f"cache.{param.name}"] = value
+    return value
+
+
+def _setting(flag: str, choices: list[str], text: str):
+    """A cache-model setting kept off the commands' signatures (in ``ctx.meta``, read by
+    `make_options`); the first choice is the default, as in `CacheConfig`."""
+    return click.option(flag, type=click.Choice(choices), default=choices[0], show_default=True,
+                        expose_value=False, callback=_to_meta, help=text)
+
+
+def cache_options(f):
+    """Cache-model and price options shared by replay, validate and friends."""
+    opts = [
+        click.option("--ttl", type=click.Choice(["log", "5m", "1h"]), default="log", show_default=True,
+                     help="Cache TTL: from the log's recorded 5m/1h split, or forced."),
+        click.option("--breakpoints", type=click.Choice(["claude-code", "last-message", "none"]),
+                     default="claude-code", show_default=True,
+                     help="Cache breakpoint placement (claude-code: after system+tools and at the last message)."),
+        click.option("--observed-evictions", type=click.Choice(["log", "none"]), default="log", show_default=True,
+                     help="log: the calibrated variant (replay the cache evictions and writes the log records "
+                     "but the model cannot explain); none: the model-only (predictive) variant, which "
+                     "takes from the log each request's input size, time, model, TTL split and client "
+                     "events, and the first request's warm read, and predicts every hit and miss."),
+        _setting("--warm-start", ["log", "cold"],
+                 "log: a stream's system prefix is warm where the log shows a read of it (cached by "
+                 "another session); cold: every stream starts with an empty cache."),
+        _setting("--turn-end-write", ["v2", "always", "none"],
+                 "v2: model Claude Code 2.x's unlogged turn-end request (its prompt suggestion), which "
+                 "caches the conversation when a turn ends in assistant text, for client versions 2.x "
+                 "and later (docs/replay-model.md); always: for every client; none: off."),
+        _setting("--thinking-switch", ["invalidate", "ignore"],
+                 "invalidate: a user turn that switches extended thinking on or off (budget-thinking "
+                 "models) reads only the system prefix (docs/replay-model.md); ignore: off."),
+        _setting("--resume", ["invalidate", "ignore"],
+                 "invalidate: the first request after the log records a resumed session (a synthetic "
+                 "\"No response requested.\" answer, or a SessionStart hook with source resume) reads only "
+                 "the system prefix (the client rebuilt its project context; docs/replay-model.md); "
+                 "ignore: off."),
+        _setting("--task-turns", ["invalidate", "ignore"],
+                 "invalidate: in Claude Code 2.1.32-2.1.37, a user turn after one that called the task "
+                 "tools reads only the system prefix (docs/replay-model.md); ignore: off."),
+        _setting("--skill-turns", ["invalidate", "ignore"],
+                 "invalidate: a user turn that loads a skill by slash command, and the turn after one "
+                 "that loaded a skill, read only the system prefix (docs/replay-model.md); ignore: off."),
+        _setting("--unknown-times", ["log", "model"],
+                 "log: where the log gives a request no time of its own (its stamp is shared with other "
+                 "requests: rewritten), the recorded read decides in every variant; model: judged as if no "
+                 "time had passed."),
+        _setting("--system-prefix", ["earlier", "dataset", "log", "overhead"],
+                 "earlier: as log, and a stream whose first request read nothing takes the system prefix "
+                 "the sessions that started before it show for its model and client version (later "
+                 "sessions never change a replay); dataset: the same from every session of the dataset, "
+                 "later ones included (not causal); log: the "
+                 "system-prefix entry ends where the stream's first warm read ended; overhead: at the whole "
+                 "overhead (system, tools and unrecorded first-message context)."),
+        _setting("--prefix-versions", ["nearest", "same"],
+                 "nearest: a cold stream whose client version no other session shows borrows the "
+                 "system prefix of the nearest version (the closest earlier one first); same: only "
+                 "its own version's."),
+        _setting("--clock", ["end", "send", "response"],
+                 "end: requests look the cache up at their last input block's time, and what they read "
+                 "or write expires a TTL after their response's last block; send: both at the last input "
+                 "block's time; response: both at the logged response time."),
+        _setting("--openai-retention", ["1h", "10m", "24h"],
+                 "OpenAI models: how long a prefix stays cached after its last use (with --ttl log): "
+                 "1h, the in-memory maximum; 10m, the typical; 24h, extended retention (docs/replay-model.md)."),
+        _setting("--openai-increments", ["observed", "documented"],
+                 "OpenAI models: observed: GPT-5.5 reads end at 384 + a multiple of 512 tokens, as on the "
+                 "shared Codex logs, other models at 1,024 + a multiple of 128; documented: 1,024 + a "
+                 "multiple of 128 for every model."),
+        _setting("--openai-reasoning", ["turn", "keep"],
+                 "OpenAI models: turn: a new user turn's prompt no longer holds the earlier turns' "
+                 "reasoning, so it shares only the part before the previous turn's first reasoning item "
+                 "with earlier prompts; keep: off."),
+        _setting("--openai-second-request", ["system_only", "model"],
+                 "OpenAI models: system_only: a stream's second request reads only the prefix other "
+                 "sessions kept warm, as on every shared Codex log; model: off."),
+        _setting("--openai-warm-prefix", ["kept", "ttl"],
+                 "OpenAI models: kept: the prefix a stream's first request read warm (kept by other "
+                 "sessions) stays readable however long the stream idles; ttl: it expires."),
+        click.option("--openai-routing-miss", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0,
+                     show_default=True, expose_value=False, callback=_to_meta,
+                     help="OpenAI models, model-only variant: the expected share of each read beyond the "
+                     "warm prefix lost to requests routed to a machine without the prefix (0: off; "
+                     "docs/replay-model.md gives the rate fitted on held Codex sessions)."),
+        click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     default=None, help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/"
+                     "cache_write_1h/cache_read/output in $/Mtok)."),
+        click.option("--price-date", default=None, help="Date the library prices are resolved at [default: 2026-11-01]."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def make_options(ttl, breakpoints, observed_evictions, prices_file, price_date, detail=False):
+    """ReplayOptions from the values of `cache_options`."""
+    from replay.model.cache import CacheConfig
+    from replay.model.costs import DEFAULT_PRICE_DATE, PriceTable
+    from replay.engine import ReplayOptions
+
+    date = price_date or DEFAULT_PRICE_DATE
+    prices = PriceTable.from_toml(prices_file, date) if prices_file else PriceTable(date)
+    meta = click.get_current_context(silent=True)
+    meta = meta.meta if meta is not None else {}
+    settings = {k.removeprefix("cache."): v for k, v in meta.items() if k.startswith("cache.")}
+    return ReplayOptions(CacheConfig(ttl=ttl, breakpoints=breakpoints, observed_evictions=observed_evictions,
+                                     **settings), prices, detail)
