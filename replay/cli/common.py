@@ -127,7 +127,11 @@ class CleanGroup(click.Group):
 
 
 def interrupted() -> None:
-    """Ctrl-C: one line on stderr, exit 130."""
+    """Ctrl-C: one line on stderr, exit 130; after a SIGTERM or SIGHUP whose `Terminated` a
+    library swallowed on its way up (DuckDB turns any exception raised by a signal handler
+    during a query into its own "interrupted"), as `terminated`."""
+    if _STOPPED:
+        terminated(_STOPPED[-1])
     err.print("interrupted", soft_wrap=True)
     sys.exit(130)
 
@@ -143,6 +147,7 @@ class Terminated(KeyboardInterrupt):
 
 
 STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+_STOPPED: list[int] = []  # the stop signals received, so an interrupt they caused is reported as theirs
 
 
 @contextmanager
@@ -156,6 +161,7 @@ def stop_signals():
         return
 
     def raise_terminated(signum, frame):
+        _STOPPED.append(signum)
         raise Terminated(signum)
 
     saved = {}
