@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from replay.engine.pricing import REQUEST_FIGURES, price_requests
+from replay.engine.side import price_side_requests
 from replay.engine.walkers import Walker, walk_blocks, walk_fast
 from replay.model.arrays import Dataset, Session, Stream, Vocab
 from replay.model.cache import CacheConfig
@@ -65,6 +66,8 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
     ctx = Context(st, vocab, figs)
     policy.start_stream(ctx)
     price_requests(st, vocab, policy, opts, ctx, detail, walker_for(policy)(st, ctx, policy), observed_writes=obs)
+    if ctx.side:
+        price_side_requests(ctx.side, vocab, opts, figs)
 
 
 def observed_writes(st: Stream, vocab: Vocab, opts: ReplayOptions) -> list[int]:

@@ -7,6 +7,7 @@ from typing import Any
 from replay.policies.base import Context, ParamError, Policy, did_you_mean
 from replay.policies.anthropic_clear_tool_uses import AnthropicClearToolUses
 from replay.policies.cache_aware_trim import CacheAwareTrim
+from replay.policies.claude_code_autocompact import ClaudeCodeAutocompact
 from replay.policies.claude_code_microcompact import ClaudeCodeMicrocompact
 from replay.policies.cupel_dedup import CupelDedup
 from replay.policies.devboy_lru import DevboyLru
@@ -16,6 +17,7 @@ from replay.policies.noop import Noop
 from replay.policies.observation_masking import ObservationMasking
 from replay.policies.pipeline import Pipeline
 from replay.policies.read_range_dedup import ReadRangeDedup
+from replay.policies.server_compaction import ServerCompaction
 from replay.policies.supersede import Supersede
 
 REGISTRY: dict[str, type[Policy]] = {
@@ -25,7 +27,8 @@ REGISTRY: dict[str, type[Policy]] = {
 }
 REGISTRY[CacheAwareTrim.name] = CacheAwareTrim  # this project's own policy (issue 14)
 # the field's context policies with published claims (issue 28)
-REGISTRY[ObservationMasking.name] = ObservationMasking
+for _cls in (ObservationMasking, ServerCompaction, ClaudeCodeAutocompact):
+    REGISTRY[_cls.name] = _cls
 
 
 def get(name: str) -> type[Policy]:

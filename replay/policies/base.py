@@ -44,7 +44,7 @@ def did_you_mean(name: str, choices: list[str] | tuple[str, ...]) -> str:
 class Context:
     """The engine's per-stream state exposed to a policy."""
 
-    __slots__ = ("stream", "vocab", "eff", "running", "changed_from", "metrics", "state", "k")
+    __slots__ = ("stream", "vocab", "eff", "running", "changed_from", "metrics", "state", "k", "side")
 
     def __init__(self, stream: Stream, vocab: Vocab, metrics: dict[str, float]):
         self.stream = stream
@@ -55,6 +55,9 @@ class Context:
         self.metrics = metrics
         self.state: dict[str, Any] = {}
         self.k = -1
+        # extra API calls the policy makes (a summarization request): (model code, uncached
+        # input, cache read, output) each, priced by the engine after the stream's requests
+        self.side: list[tuple[int, float, float, float]] = []
 
     def units(self, o200k_tokens: float) -> float:
         """A size given in o200k tokens (a stub, hint, placeholder or summary a policy inserts)

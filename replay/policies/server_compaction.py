@@ -1,0 +1,80 @@
+"""server_compaction: Anthropic's server-side compaction, edit ``compact_20260112``.
+
+Source: Anthropic's "Compaction" documentation (platform.claude.com/docs/en/build-with-claude/
+compaction; beta header ``compact-2026-01-12``; the same page on Amazon Bedrock's user guide,
+claude-messages-compaction). What it says, and how it is replayed:
+
+* "The API: 1. Detects when input tokens exceed your specified trigger threshold. 2. Generates
+  a summary of the current conversation. 3. Creates a compaction block containing the summary.
+  4. Continues the response with the compacted context." On later requests "the API
+  automatically drops all message blocks prior to the compaction block": the conversation
+  goes on from the summary. Replayed by ``replay.policies.summary``: when request k's prompt
+  exceeds ``trigger``, the blocks before it become one summary block.
+* ``trigger``: ``{"type": "input_tokens", "value": N}``, default 150,000, minimum 50,000 (a
+  lower value is an error, as the API rejects it).
+* ``instructions`` (default null) replaces the default summarization prompt, "You have
+  written a partial transcript for the initial task above. Please write a summary of the
+  transcript. ..." (95 o200k tokens, counted with the ingest's counter): ``instruction_tokens``
+  = 95, the size of the prompt the summarization call adds to the conversation.
+* Billing: the summary is an extra sampling step; "the top-level input_tokens and
+  output_tokens in the usage field do not include compaction iteration usage ... To calculate
+  the total tokens consumed and billed for a request, sum across all entries in the
+  usage.iterations array"; "re-applying a previous compaction block incurs no additional
+  compaction cost". The compaction iteration is priced as one extra request (``Context.side``):
+  input = the prompt + instructions, the part the previous request sent read from the cache
+  (``summary_cached``; the docs' example response leaves cache fields out), output = the
+  summary.
+* Summary size: no default is documented; the docs' example usage reports a compaction
+  iteration of ``{"input_tokens": 180000, "output_tokens": 3500}``, so ``summary_tokens``
+  defaults to 3,500 (the compaction block's size in the following requests, and the
+  iteration's output).
+* ``pause_after_compaction`` (default false) lets the client add content before the response
+  continues: the replay does not add any, so it changes nothing here.
+* Supported models are Claude Opus 4.6/4.7, Sonnet 4.6 and Mythos Preview; the replay applies
+  the rule to every request of the logs, whatever its model (a what-if).
+
+Beyond the source: ``reread_cost`` (on: a later re-read of a summarized result gives it back,
+as for every lossy policy here), ``summary_cached`` (on: the previous request's prefix is read
+from the cache). Claude Code logs already compact on their own (the log's partitions); this
+policy compacts within a partition only, so at its default trigger it fires only where a
+session's prompt passed 150,000 tokens before the client's own compaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from replay.policies.base import Context, non_negative
+from replay.policies.summary import SummaryCompaction
+
+API_MIN_TRIGGER = 50_000
+
+
+class ServerCompaction(SummaryCompaction):
+    """Anthropic's compact_20260112: when the input exceeds trigger tokens (150,000) the API summarizes the
+    conversation (an extra, billed sampling step) and later requests start from the summary."""
+
+    name = "server_compaction"
+    source = "Anthropic API server-side compaction, compact_20260112 (docs: build-with-claude/compaction)"
+
+    @dataclass(frozen=True)
+    class Params:
+        # Input tokens above which the API compacts (API default 150,000; minimum 50,000).
+        trigger: int = 150_000
+        # Size of the summary (compaction block and the iteration's output), o200k tokens; no
+        # documented default: the docs' example iteration outputs 3,500.
+        summary_tokens: float = 3_500.0
+        # Size of the summarization prompt the call adds, o200k tokens (the default prompt: 95).
+        instruction_tokens: float = 95.0
+        # The summarization call reads from the cache what the previous request sent (else all uncached).
+        summary_cached: bool = True
+        # Price a later re-read of a summarized result (pessimistic, beyond the source).
+        reread_cost: bool = True
+
+        def __post_init__(self):
+            non_negative(self, "summary_tokens", "instruction_tokens")
+            if self.trigger < API_MIN_TRIGGER:
+                raise ValueError(f"trigger must be >= {API_MIN_TRIGGER:,} (the API's minimum)")
+
+    def trigger(self, ctx: Context, k: int) -> float:
+        return float(self.params.trigger)
