@@ -29,6 +29,7 @@ import pandas as pd
 from . import intervals as iv
 from . import plots, tables
 from . import report_md as sections
+from . import sweep_best
 from .answer import BOUNDS, answer
 from .compare import compare
 
@@ -223,6 +224,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
             shown = "model-only: a cache what-if grid" if only_mo else "calibrated"
             md.append(f"Sweep `{sid}`: {n} runs (the charts show the {shown} variant; capacity 0 = unbounded)." if n
                       else f"Sweep `{sid}`: {nb} no-op baseline(s) only, no policy runs to chart.")
+            md += sweep_best.best_lines(rows, sid)
         md += ["", _img_md("sweeps", figures), ""]
     if not study.empty:
         md += ["## Cost vs cache prices", "",

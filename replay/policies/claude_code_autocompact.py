@@ -27,7 +27,7 @@ summary) and the conversation goes on from the summary. The logs themselves comp
 partitions), at the trigger of the client that wrote them, and the log does not record the
 cost of its own summarization calls; this policy compacts within a partition, so at its
 default it fires only where a prompt passed 167,000 tokens before the log's compaction, and a
-lower trigger (``examples/compaction_trigger.toml``) asks when compacting earlier pays.
+larger reserve (``examples/autocompact_reserve.toml``) asks when compacting earlier pays.
 """
 
 from __future__ import annotations
