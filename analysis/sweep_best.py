@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from replay.policies import REGISTRY
+
 from .answer import interval_text, pct, ttl_text
 
 
@@ -25,7 +27,10 @@ def _runs(rows: list[dict], sid: str) -> list[dict]:
 
 def _varying(runs: list[dict]) -> tuple[list[str], bool]:
     """The parameters whose values differ between the runs, and whether the cache settings do."""
-    keys = list(dict.fromkeys(k for r in runs for k in r["params"]))  # the policy's parameter order
+    cls = REGISTRY.get(runs[0]["policy"])
+    declared = [f.name for f in cls.param_fields()] if cls is not None else []
+    seen = {k for r in runs for k in r["params"]}
+    keys = [k for k in declared if k in seen] + sorted(seen - set(declared))  # the policy's parameter order
     vary = [k for k in keys if len({json.dumps(r["params"].get(k), sort_keys=True) for r in runs}) > 1]
     cache = len({json.dumps(r["cache_config"], sort_keys=True) for r in runs}) > 1
     return vary, cache
@@ -43,6 +48,10 @@ def _saved(r: dict, fig: str) -> float:
 
 def _interval(r: dict, fig: str) -> str:
     return interval_text((r.get("interval") or {}).get(fig))
+
+
+def _count(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
 
 
 def best_lines(rows: list[dict], sid: str) -> list[str]:
@@ -64,12 +73,14 @@ def best_lines(rows: list[dict], sid: str) -> list[str]:
     if tok is not best:
         out.append(f"Fewest context tokens: {_label(tok, keys, cache)}, context tokens saved "
                    f"{pct(_saved(tok, 'context_tokens'))}, but cost saved {pct(_saved(tok, 'cost'))} "
-                   f"(95% interval {_interval(tok, 'cost')}): the tokens it saves break the cache.")
-    out += ["", "| setting | cost saved | 95% interval | context tokens saved | cache busts |", "|---|---|---|---|---|"]
+                   f"(95% interval {_interval(tok, 'cost')}): fewer tokens are not fewer dollars here.")
+    out += ["", "| setting | cost saved | 95% interval | context tokens saved | cache busts | re-reads of removed "
+                "content |", "|---|---|---|---|---|---|"]
     for r in ranked:
         busts = (r.get("figures") or {}).get("busts")
+        rr = (r.get("risk") or {}).get("trimmed_reread")
         out.append(f"| {_label(r, keys, cache)} | {pct(_saved(r, 'cost'))} | {_interval(r, 'cost')} | "
-                   f"{pct(_saved(r, 'context_tokens'))} | {'-' if busts is None else f'{busts:,.0f}'} |")
+                   f"{pct(_saved(r, 'context_tokens'))} | {_count(busts)} | {_count(rr)} |")
     return out + [""]
 
 

@@ -5,13 +5,14 @@ from analysis.sweep_best import best_lines, best_of
 
 def row(window, polling, cost, tokens, low, high, busts, variant="calibrated", sid="s1", policy="observation_masking"):
     return {"sweep_id": sid, "policy": policy, "variant": variant, "cache_config": {"ttl": "log"},
-            "params": {"window": window, "polling": polling, "placeholder_tokens": 9.0},
+            "params": {"placeholder_tokens": 9.0, "polling": polling, "window": window},
             "saved_pct": {"cost": cost, "context_tokens": tokens},
-            "interval": {"cost": {"low": low, "high": high}}, "figures": {"busts": busts}}
+            "interval": {"cost": {"low": low, "high": high}}, "figures": {"busts": busts},
+            "risk": {"trimmed_reread": 2 * busts}}
 
 
 ROWS = [
-    row(10, 0, -2.15, 0.265, -2.42, -1.89, 7458),
+    row(10, 0, -2.15, 0.265, -2.42, -1.89, 7458),   # params in another order, as stored: shown as declared
     row(10, 10, -0.21, 0.240, -0.28, -0.15, 1184),
     row(20, 10, -0.22, 0.190, -0.28, -0.16, 890),
     row(10, 10, 0.50, 0.300, 0.40, 0.60, 10, variant="model_only"),   # another variant: not ranked
@@ -33,7 +34,8 @@ def test_the_cheapest_calibrated_setting_leads_with_its_interval():
     table = [x for x in lines if x.startswith("| window")]
     assert [t.split(" | ")[0] for t in table] == ["| window=10, polling=10", "| window=20, polling=10",
                                                   "| window=10, polling=0"]
-    assert table[-1].endswith("| 7,458 |")
+    assert "but cost saved -215.00% (95% interval -242.00% to -189.00%)" in lines[2]
+    assert table[-1].endswith("| 7,458 | 14,916 |")
     assert best_of(ROWS, "s1")["params"]["polling"] == 10
 
 
