@@ -54,6 +54,33 @@ naming it), the masked result gets its full size back from that request on (a re
 change there, priced by the engine, cache bust included) and is never masked again. Off:
 re-reads are only counted (``trimmed_reread``).
 
+Measured on ``entire-cli/`` (143 sessions; calibrated variant, TTL as logged; the saving
+against the no-op with its 95% paired bootstrap interval over sessions, as ``compare`` prints)::
+
+    ctxreplay ingest ../shared/logs/entire-cli --db /tmp/e.duckdb
+    ctxreplay replay --db /tmp/e.duckdb --policy noop
+    ctxreplay replay --db /tmp/e.duckdb --policy observation_masking   # --set reread_cost=false
+    ctxreplay sweep examples/observation_masking_window_polling.toml --db /tmp/e.duckdb
+    ctxreplay compare --db /tmp/e.duckdb
+
+At the paper's setting (M = 10, every step) the context sent falls 26.55% [24.55, 28.73] but the
+cost rises from $758.67 to $2,391.08: saving -215.17% [-242.13, -189.04] (model only -269.57%),
+with 7,458 cache busts where the no-op has none; without the re-read charge (``reread_cost =
+false``) 35.09% fewer context tokens and still -134.20% [-147.52, -119.38]. Every step moves
+the cut past one more result, so every request rewrites the cache from about M results back at
+the write price instead of reading it. Polling batches those rewrites (cost saved, 95% interval,
+context tokens saved; the sweep above):
+
+| window \\ polling | 0 | 5 | 10 |
+|---|---|---|---|
+| 5 | -200.94% [-227.11, -174.09], 29.71% | -46.10% [-55.60, -36.74], 28.41% | -22.43% [-29.37, -15.91], 26.96% |
+| 10 | -215.17% [-242.13, -189.04], 26.55% | -49.79% [-59.42, -40.87], 25.37% | -21.35% [-27.92, -15.49], 24.00% |
+| 20 | -221.84% [-249.80, -194.73], 21.18% | -48.76% [-58.31, -40.47], 20.33% | -21.73% [-28.18, -16.21], 19.03% |
+
+The cheapest setting with caching is window 10, polling 10, and it still costs a fifth more
+than keeping every result: on these Claude Code logs (many requests per turn, a prompt cache
+read at a tenth of the input price) masking saves tokens and loses money at every setting tried.
+
 Cost: observations are listed once as they enter context; a pointer marks how many of them the
 cut has passed.
 """

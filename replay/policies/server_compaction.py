@@ -38,6 +38,29 @@ as for every lossy policy here), ``summary_cached`` (on: the previous request's 
 from the cache). Claude Code logs already compact on their own (the log's partitions); this
 policy compacts within a partition only, so at its default trigger it fires only where a
 session's prompt passed 150,000 tokens before the client's own compaction.
+
+Measured on ``entire-cli/`` (calibrated, TTL as logged, 95% paired bootstrap intervals)::
+
+    ctxreplay replay --db /tmp/e.duckdb --policy noop     # after ingesting ../shared/logs/entire-cli
+    ctxreplay sweep examples/compaction_trigger.toml --db /tmp/e.duckdb
+    ctxreplay compare --db /tmp/e.duckdb
+
+and the summary requests from the runs' extra figures (``SELECT run_id,
+sum(CAST(json_extract(extra, '$.compactions') AS DOUBLE)), sum(CAST(json_extract(extra,
+'$.summary_cost') AS DOUBLE)) FROM run_sessions GROUP BY 1`` on the same file):
+
+| trigger | cost saved [95%] | context tokens saved | compactions | summary requests |
+|---|---|---|---|---|
+| 150,000 (default) | +2.25% [+1.16, +3.50] | 6.04% | 48 | $10.02 |
+| 125,000 | +7.98% [+5.43, +10.34] | 18.12% | 97 | $20.77 |
+| 100,000 | -2.18% [-14.31, +7.05] | 26.06% | 349 | $69.81 |
+| 75,000 | -42.22% [-73.19, -15.64] | 35.65% | 1,130 | $207.32 |
+| 50,000 | -180.55% [-217.32, -144.83] | 43.57% | 4,983 | $824.83 |
+
+(no-op: $758.67). Compacting a little before the client does pays; compacting early does not:
+after a summary the prompt is the overhead (system prompt and tools, tens of thousands of
+tokens) plus the summary, so a low trigger fires again within a few requests, and each firing
+pays a summary written at the output price and a rewritten cache.
 """
 
 from __future__ import annotations
