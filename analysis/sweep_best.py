@@ -70,10 +70,15 @@ def best_lines(rows: list[dict], sid: str) -> list[str]:
                f"{pct(_saved(best, 'context_tokens'))}."]
     if _saved(best, "cost") < 0:
         out[-1] += " Every setting of this sweep costs more than the no-op baseline."
+    rr = (best.get("risk") or {}).get("trimmed_reread")
+    if rr:
+        # the recommendation above ranks only runs within the risk limits (0 by default)
+        out[-1] += (f" It removed content the agent read again {rr:,.0f} times, over the recommendation's default "
+                    f"risk limit (`--max-risk trimmed_reread={rr:.0f}` admits it).")
     if tok is not best:
-        out.append(f"Fewest context tokens: {_label(tok, keys, cache)}, context tokens saved "
+        out += ["", f"Fewest context tokens: {_label(tok, keys, cache)}, context tokens saved "
                    f"{pct(_saved(tok, 'context_tokens'))}, but cost saved {pct(_saved(tok, 'cost'))} "
-                   f"(95% interval {_interval(tok, 'cost')}): fewer tokens are not fewer dollars here.")
+                   f"(95% interval {_interval(tok, 'cost')}): fewer tokens are not fewer dollars here."]
     out += ["", "| setting | cost saved | 95% interval | context tokens saved | cache busts | re-reads of removed "
                 "content |", "|---|---|---|---|---|---|"]
     for r in ranked:

@@ -29,12 +29,14 @@ def test_the_cheapest_calibrated_setting_leads_with_its_interval():
     assert "cost saved -21.00% (95% interval -28.00% to -15.00%)" in head
     assert "Every setting of this sweep costs more than the no-op baseline." in head
     # the setting that saves the most tokens is another one, and costs the most
-    assert lines[2].startswith("Fewest context tokens: window=10, polling=0, context tokens saved +26.50%, "
-                               "but cost saved -215.00%")
+    assert "removed content the agent read again 2,368 times" in head and "trimmed_reread=2368" in head
+    fewest = [x for x in lines if x.startswith("Fewest")]
+    assert len(fewest) == 1 and fewest[0].startswith("Fewest context tokens: window=10, polling=0, context tokens "
+                                                     "saved +26.50%, but cost saved -215.00%")
     table = [x for x in lines if x.startswith("| window")]
     assert [t.split(" | ")[0] for t in table] == ["| window=10, polling=10", "| window=20, polling=10",
                                                   "| window=10, polling=0"]
-    assert "but cost saved -215.00% (95% interval -242.00% to -189.00%)" in lines[2]
+    assert "but cost saved -215.00% (95% interval -242.00% to -189.00%)" in fewest[0]
     assert table[-1].endswith("| 7,458 | 14,916 |")
     assert best_of(ROWS, "s1")["params"]["polling"] == 10
 
@@ -45,7 +47,8 @@ def test_a_sweep_without_policy_runs_says_nothing():
 
 
 def test_a_saving_sweep_has_no_warning_and_one_line_when_the_best_saves_the_most_tokens():
-    rows = [row(5, 0, 0.05, 0.30, 0.01, 0.09, 3), row(20, 0, 0.01, 0.10, 0.00, 0.02, 1)]
+    rows = [row(5, 0, 0.05, 0.30, 0.01, 0.09, 0), row(20, 0, 0.01, 0.10, 0.00, 0.02, 1)]
     lines = best_lines(rows, "s1")
     assert "costs more" not in lines[1] and not any(x.startswith("Fewest") for x in lines)
+    assert "read again" not in lines[1]   # no re-reads: within the risk limit
     assert "window=5" in lines[1] and "+5.00%" in lines[1]
