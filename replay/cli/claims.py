@@ -88,9 +88,16 @@ def register_table(claims: list[dict], title: str) -> Table:
                                    else f"{fig['low']:,.4g}-{fig['high']:,.4g}")
         got = "-" if not m or m["value"] is None else f"{m['value']:,.2f}{_span(m['interval'], 2)} {m['unit']}"
         usd = "-" if not cost or cost["saved_pct"] is None else (
-            f"${cost['saved_usd']:,.2f} ({cost['saved_pct']:+.2f}%{_span(cost['interval_pct'], 2)})")
-        t.add_row(esc(c["id"]), esc(pub), esc(got), esc(usd), esc(f"{c['verdict'] or 'pending'}: {c['reason']}"))
+            f"{_usd(cost['saved_usd'])} ({cost['saved_pct']:+.2f}%{_span(cost['interval_pct'], 2)})")
+        verdict = f"{c['verdict'] or 'pending'}: {c['reason']}"
+        if c.get("cost_verdict"):
+            verdict += f"; {c['cost_verdict']['verdict']} {c['cost_verdict']['reason']}"
+        t.add_row(esc(c["id"]), esc(pub), esc(got), esc(usd), esc(verdict))
     return t
+
+
+def _usd(v: float) -> str:
+    return f"{'-' if v < 0 else ''}${abs(v):,.2f}"
 
 
 def _span(ivl: dict | None, nd: int) -> str:

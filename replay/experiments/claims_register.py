@@ -13,7 +13,9 @@ Evaluating it (`evaluate`) gives, on the user's logs:
   ``ctxreplay compare``);
 * ``verdict``: "holds", "does not hold here" or "not testable offline", with the reason; and
   ``with_caching``: what the cost figure says ("saves", "costs more", "no distinguishable
-  change").
+  change"). A claim whose published figure is a cost saving (``cost_claim``) is judged in
+  dollars as well (``cost_verdict``); a claim comparing two settings also gives the cost of
+  its setting against the no-op (``cost_vs_noop``).
 
 Rules (the published figure is a range [low, high]; a point figure has low = high):
     at_least      holds when the interval's high end reaches the published low (the logs
@@ -57,6 +59,7 @@ class Claim:
     params: dict = field(default_factory=dict)
     baseline: tuple[str, dict] = NOOP  # what the run is compared with
     note: str = ""                    # the metric's relation to the claim, caveats
+    cost_claim: bool = False          # the published figure is a cost saving: judged in dollars too
 
 
 REGISTER: tuple[Claim, ...] = (
@@ -124,9 +127,10 @@ REGISTER: tuple[Claim, ...] = (
           "Observation masking with the last M = 10 observations cuts cost per instance by 50-57% for "
           "non-thinking models (e.g. Qwen3-Coder-480B $1.29 -> $0.61, Gemini 2.5 Flash $0.41 -> $0.18)",
           CT + "; Table 1, reference/paper_results.py", CT_CONDITIONS, "at_least", "context_tokens_saved",
-          (50.0, 57.0), "observation_masking", {"window": 10, "polling": 0},
-          note="own metric: context tokens sent with no cache (the paper's dollar cost is a price times the "
-               "tokens each call sends); cost: the same masking with prompt caching priced"),
+          (50.0, 57.0), "observation_masking", {"window": 10, "polling": 0}, cost_claim=True,
+          note="own metric: context tokens sent with no cache (what masking shrinks); the published figure is "
+               "dollars per instance, so cost_verdict judges the same rule on the dollars saved with prompt "
+               "caching priced"),
     Claim("swe_agent_masking_breaks_cache", "swe_agent",
           "LastNObservations will break prompt caching: every time the history changes, everything after it "
           "must be cached again", "SWE-agent sweagent/agent/history_processors.py, LastNObservations docstring",
@@ -215,7 +219,8 @@ def evaluate(con, ds, iv, run_ids: dict[tuple, dict], register=REGISTER) -> list
             "metric": c.metric, "note": c.note or None,
             "policy": None if c.policy is None else {"name": c.policy, "params": c.params},
             "baseline": {"name": c.baseline[0], "params": c.baseline[1]},
-            "own_metric": None, "cost": None, "verdict": None, "reason": None, "with_caching": None}
+            "own_metric": None, "cost": None, "verdict": None, "reason": None, "with_caching": None,
+            "cost_verdict": None, "cost_vs_noop": None}
         out.append(x)
         if c.rule == "not_testable":
             x["verdict"], x["reason"] = judge(c.rule, None, None)
@@ -238,6 +243,14 @@ def evaluate(con, ds, iv, run_ids: dict[tuple, dict], register=REGISTER) -> list
                          "saved_pct": p["saved_pct"], "interval_pct": p["interval_pct"], "run_id": run["run_id"],
                          "baseline_run": base_run}
             x["with_caching"] = with_caching(p["interval_pct"])
+            if c.cost_claim:
+                v, why = judge(c.rule, c.figure, p["interval_pct"])
+                x["cost_verdict"] = {"verdict": v, "reason": "in dollars with caching: " + why}
+            if c.baseline != NOOP and run.get("baseline_run"):
+                # a comparison of two settings: where the better one stands against doing nothing
+                q = cm.paired(con, iv, run["baseline_run"], run["run_id"], ("cost",))
+                x["cost_vs_noop"] = {"saved_usd": q["baseline_total"] - q["run_total"], "saved_pct": q["saved_pct"],
+                                     "interval_pct": q["interval_pct"], "baseline_run": run["baseline_run"]}
         if x["own_metric"] is None:
             x["reason"] = "not run yet: `ctxreplay claims` replays it"
             continue
@@ -249,3 +262,21 @@ def run_key(policy: str, params: dict) -> tuple:
     import json
 
     return policy, json.dumps(params, sort_keys=True)
+
+
+def stored_runs(rows: list[dict], register=REGISTER) -> dict[tuple, dict]:
+    """The run ids `evaluate` needs, from stored runs only (``rows``: `analysis.compare.compare`'s):
+    per (policy, params) of the register the latest calibrated run with exactly those settings."""
+    import json
+    from dataclasses import asdict
+
+    from replay.policies import REGISTRY, build
+
+    out: dict[tuple, dict] = {}
+    for name, params in specs(register):
+        full = json.loads(json.dumps(asdict(build(name, params).params), default=list))
+        hits = [r for r in rows if r["policy"] == name and r["params"] == full and r.get("variant") == "calibrated"
+                and r.get("baseline_run")]
+        if name in REGISTRY and hits:
+            out[run_key(name, params)] = {"run_id": hits[-1]["run_id"], "baseline_run": hits[-1]["baseline_run"]}
+    return out
