@@ -156,8 +156,17 @@ def test_cli_claims_register_json_on_the_sample(sample_db, tmp_path):
     claims = json.loads(r.output)["claims"]
     assert [c["id"] for c in claims] == [c.id for c in reg.REGISTER]
     con = store.connect(db, read_only=True)
-    rows = {x["run_id"]: x for x in compare(con, "sample")}
+    every = compare(con, "sample")
+    rows = {x["run_id"]: x for x in every}
+    # the report's section reads the same runs back (read-only, nothing replayed): the same verdicts
+    from analysis.report_claims import claims_md
+    md = claims_md(con, "sample", every)
     con.close()
+    assert md[0] == "## Published claims"
+    table = [line for line in md if line.startswith("| ") and not line.startswith("| claim |")]
+    assert len(table) == len(claims)
+    for line, c in zip(table, claims):
+        assert f"**{c['verdict'] or 'not measured'}**" in line and c["claim"] in line
     measured = 0
     for c in claims:
         if c["rule"] == "not_testable":
@@ -188,3 +197,15 @@ def test_cli_claims_register_json_on_the_sample(sample_db, tmp_path):
     # the text form prints the register first
     r = CliRunner().invoke(claims_cmd, ["--db", str(db)])
     assert r.exit_code == 0 and "Claims register" in r.output and "anthropic_84pct_tokens" in r.output, r.output
+
+
+def test_report_section_formats_a_claim():
+    from analysis.report_claims import section
+
+    c = {"source": "anthropic", "claim": "84% fewer tokens", "figure": {"low": 84.0, "high": 84.0},
+         "own_metric": {"value": 25.5, "interval": {"low": 21.0, "high": 30.5}, "unit": "% of context tokens"},
+         "cost": {"saved_usd": -291.75, "saved_pct": -96.3, "interval_pct": {"low": -158.7, "high": -56.4}},
+         "verdict": "does not hold here", "reason": "below | the figure", "cost_verdict": None}
+    row = [line for line in section([c]) if line.startswith("| anthropic")]
+    assert row == ["| anthropic: 84% fewer tokens | 84 | 25.50 [21.00, 30.50] % of context tokens | "
+                   "-$291.75 (-96.30% [-158.70, -56.40]) | **does not hold here**: below / the figure |"]
