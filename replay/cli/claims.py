@@ -1,4 +1,4 @@
-"""`ctxreplay claims`: each source's published claim beside its own metric on these logs and ctxreplay's savings."""
+"""`ctxreplay claims`: the claims register (every published claim, measured here in its own metric and in dollars, with a verdict), then each source's own metric in detail."""
 
 from __future__ import annotations
 
