@@ -13,6 +13,7 @@ from replay.policies.devboy_lru import DevboyLru
 from replay.policies.jp_compaction import JpCompaction
 from replay.policies.jp_resource_dedup import JpResourceDedup
 from replay.policies.noop import Noop
+from replay.policies.observation_masking import ObservationMasking
 from replay.policies.pipeline import Pipeline
 from replay.policies.read_range_dedup import ReadRangeDedup
 from replay.policies.supersede import Supersede
@@ -23,6 +24,8 @@ REGISTRY: dict[str, type[Policy]] = {
                 ClaudeCodeMicrocompact, ReadRangeDedup, Pipeline)
 }
 REGISTRY[CacheAwareTrim.name] = CacheAwareTrim  # this project's own policy (issue 14)
+# the field's context policies with published claims (issue 28)
+REGISTRY[ObservationMasking.name] = ObservationMasking
 
 
 def get(name: str) -> type[Policy]:
