@@ -114,6 +114,13 @@ def test_db_precedence_option_over_environment_over_data_directory(home, tmp_pat
     assert mine.is_file()
 
 
+def test_ingest_without_db_fills_the_default_database(home):
+    ok("ingest", home / ".claude" / "projects", "-q")
+    assert (home / ".local" / "share" / "ctxreplay" / "ctxreplay.duckdb").is_file()
+    r = ok("usage", "--json")
+    assert r.stderr == "" and json.loads(r.stdout)["totals"]["requests"] > 0  # nothing left to add
+
+
 def test_relative_xdg_data_home_is_ignored_as_the_spec_says():
     from replay.ingest.roots import default_db_path
 

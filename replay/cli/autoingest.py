@@ -40,7 +40,12 @@ def resolve_db(ctx: click.Context, value: Path | None) -> Path:
         ctx.meta[DB_SOURCE] = "env"
         return env
     ctx.meta[DB_SOURCE] = "default"
-    return default_db_path()
+    path = default_db_path()
+    try:  # so `ctxreplay ingest LOGS` works on a fresh machine, as the XDG spec expects of its users
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass  # the command that opens it names the folder and what to do
+    return path
 
 
 def auto_ingest_option(f):
@@ -83,11 +88,6 @@ def ingest_default_roots(db: Path, dataset: str | None, flag: bool | None, quiet
         if flag:
             warn(f"--ingest: none of the default log folders exists ({looked}); nothing ingested")
         return None
-    if source == "default":
-        try:
-            db.parent.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            pass  # the ingest names the folder and what to do
     return _ingest(db, dataset or DATASET, [r.path for r in roots], strict=bool(flag), quiet=quiet)
 
 
