@@ -232,3 +232,22 @@ def test_since_and_until_take_relative_days_in_every_sliced_command(home, tmp_pa
     assert bad.exit_code == 1 and bad.output.count("\n") == 1 and "--since: '30x' is not a date" in bad.output
     inverted = run("usage", "--since", "yesterday", "--until", "7d")
     assert inverted.exit_code == 1 and "(2026-03-31) is after --until 7d (2026-03-25)" in inverted.output
+
+
+def test_a_database_another_process_holds_is_answered_from_what_it_stores(home):
+    ok("usage", "--json")
+    db = home / ".local" / "share" / "ctxreplay" / "ctxreplay.duckdb"
+    holder = subprocess.Popen(  # a reader in another process: DuckDB then refuses any writer
+        [sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1], read_only=True); "
+         "print('ready', flush=True); sys.stdin.read()", str(db)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        r = ok("usage")
+        assert "warning: new logs not ingested" in r.stderr and "--no-ingest skips this step" in r.stderr
+        assert "total" in r.stdout
+        strict = run("usage", "--ingest")  # asked for explicitly: the failure is the answer
+        assert strict.exit_code == 1 and "error: cannot ingest the default log folders" in strict.output
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
