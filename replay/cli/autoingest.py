@@ -23,8 +23,9 @@ DATASET = "default"
 
 INGEST_HELP = ("Before answering, ingest the new or grown logs of the default folders (~/.claude/projects or "
                "$CLAUDE_CONFIG_DIR, $CODEX_HOME/sessions or ~/.codex/sessions, ~/.gemini/tmp/*/chats, "
-               "~/.copilot/session-state; each if present) into dataset `default`. Default: on for the default "
-               "database (no --db), off with --db; unchanged files are skipped.")
+               "~/.copilot/session-state; each if present) into dataset `default` (with --ingest, the --dataset "
+               "given); files stored unchanged are skipped. Default: on unless --db or a --dataset other than "
+               "`default` is given; --ingest also fills a --db, --no-ingest answers from what is stored.")
 
 
 def resolve_db(ctx: click.Context, value: Path | None) -> Path:
