@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from replay.cli import main
-from tests.conftest import shared_logs
+from conftest import shared_logs
 
 ROOT = Path(__file__).resolve().parents[1]
 # two small sessions of one project, both on 2026-03-25 (UTC)
