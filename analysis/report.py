@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from . import intervals as iv
-from . import plots, tables
+from . import plots, report_claims, tables
 from . import report_md as sections
 from . import sweep_best
 from .answer import BOUNDS, answer
@@ -137,6 +137,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         ans = answer(con, rows, objective, max_risk, min_per_session=min_per_session)
         brk = breaks_summary(con, dataset, prices)
         wi = _whatif(con, dataset, slice, prices)
+        claims = report_claims.claims_md(con, dataset, rows)
     finally:
         con.close()
     if not rows:
@@ -238,6 +239,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     md += ["", _img_md("tools", figures), ""]
     md += sections.breaks(brk, _img_md("breaks", figures))
     md += sections.risk(rows)
+    md += claims
     run_prices = json.loads(df["prices"].iloc[0]) if not df.empty else {}
     md += ["## Reproducibility", "",
            f"- dataset `{dataset}`, key fingerprint `{ds_meta[0]}`, token counter {ds_meta[1]}",

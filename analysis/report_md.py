@@ -334,6 +334,7 @@ __all__ = ["both_variants", "bounds", "breaks", "dropped_runs", "fidelity", "lea
            "recommendation", "risk", "ttl_text"]
 
 
+SWITCHES = ("price", "provider")  # what-if families that change the model or provider, not the cache
 TOP_LEVERS = 5  # the levers the report leads with; the rest is one line (the answer stays near the top)
 
 
@@ -349,12 +350,16 @@ def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any]) 
     head = f"Cache breaks re-billed **{money(brk['cost'], 'cost')}**{share} in {brk['breaks']:,} breaks."
     items: list[tuple[float, str]] = []
     idle: list[str] = []
+    switches: list[str] = []
     if wi:
         n = wi["sessions"] or 1
         thr = wi.get("practical_threshold_per_session", 0.01)
         idle = [r["name"] for r in wi["scenarios"] if not r["sessions_changed"]]
         for r in wi["scenarios"]:
             if not r["sessions_changed"]:
+                continue
+            if r["family"] in SWITCHES:  # another model or provider is a switch, not a cache setting: said apart
+                switches.append(f"`{r['name']}` {money(r['saved']['cost'], 'cost')} ({r['saved_pct']['cost']:+.2f}%)")
                 continue
             iv_ = r["interval_pct"]["cost"]
             ivt = "-" if iv_ is None else f"{iv_['low']:+.2f}% to {iv_['high']:+.2f}%"
@@ -378,6 +383,9 @@ def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any]) 
     md += [head, ""]
     md += [t for _, t in sorted(items, key=lambda x: -x[0])]
     rest = []
+    if switches:
+        rest.append("not a cache setting, so not ranked with the levers: on another model's or provider's "
+                    "rates " + ", ".join(switches))
     if more > 0:
         rest.append(f"{more} more scenario(s) save less")
     if idle:

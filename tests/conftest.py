@@ -18,6 +18,19 @@ def _isolated_key(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("CTXREPLAY_KEY_FILE", str(key))
 
 
+@pytest.fixture(autouse=True)
+def _isolated_defaults(tmp_path_factory, monkeypatch):
+    """Never read the user's own agent logs nor write their default database from a test: a
+    command run without --db ingests the default log folders first (replay/cli/autoingest.py).
+    The Claude Code and Codex folders point to a missing place; HOME stays (tools keep caches
+    under it), which leaves ~/.gemini and ~/.copilot: tests that need a HOME set their own."""
+    base = tmp_path_factory.getbasetemp()
+    monkeypatch.setenv("XDG_DATA_HOME", str(base / "xdg-data"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(base / "no-claude"))
+    monkeypatch.setenv("CODEX_HOME", str(base / "no-codex"))
+    monkeypatch.delenv("CTXREPLAY_DB", raising=False)
+
+
 def shared_logs(sub: str = "claude-code") -> Path:
     """The shared real corpus; skip when absent, but fail under CI=true (it must be there)."""
     p = SHARED_LOGS / sub

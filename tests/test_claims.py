@@ -111,7 +111,11 @@ def test_cli_claims_json_on_the_sample(sample_db, tmp_path):
     con = store.connect(db, read_only=True)
     n = len(list_runs(con, "sample"))
     con.close()
-    assert n == 8  # noop, devboy_lru x2, jp_resource_dedup, supersede x4
+    from replay.experiments.claims_register import specs
+    own = [("devboy_lru", {"eviction": "fifo", "verbosity": "verbose"}), ("devboy_lru", {}),
+           ("jp_resource_dedup", {}), *[("supersede", {"trigger_tokens": t}) for t in (0, 50_000, 100_000, 150_000)]]
+    # noop, the sources' 7 runs, and each further (policy, params) of the claims register once
+    assert n == 1 + len(own) + len([s for s in specs() if s not in own])
     # stored runs are reused; the text form prints both tables
     r = CliRunner().invoke(claims_cmd, ["--db", str(db)])
     assert r.exit_code == 0 and "devboy_lru (fifo, verbose" in r.output and "not model" in r.output, r.output
@@ -120,7 +124,7 @@ def test_cli_claims_json_on_the_sample(sample_db, tmp_path):
     con.close()
 
 
-def test_devboy_own_metric_on_the_shared_corpus(tmp_path):
+def test_claims_on_the_shared_corpus(tmp_path):
     # issue 13 acceptance: within 0.1 point of the 0.58% its published simulator logic gives for L0 dedup
     from replay.store.load import ingest
 
@@ -128,7 +132,23 @@ def test_devboy_own_metric_on_the_shared_corpus(tmp_path):
     ingest([shared_logs("claude-code")], db, key_file=tmp_path / "key")
     r = CliRunner().invoke(claims_cmd, ["--db", str(db), "--json"])
     assert r.exit_code == 0, r.output
-    own = json.loads(r.output)["sources"]["devboy"]["own_metric"]
+    got = json.loads(r.output)
+    own = got["sources"]["devboy"]["own_metric"]
     assert own["events"] == 2980
     assert abs(own["saved_pct"] - 0.58) <= 0.1, own
     assert abs(own["repeat_rate_pct"] - 0.8) <= 0.1, own
+    # issue 28 acceptance: at least 8 claims with an own-metric figure, a cost figure with its 95% interval
+    # and a verdict
+    claims = {c["id"]: c for c in got["claims"]}
+    whole = [c for c in claims.values() if c["own_metric"] and c["own_metric"]["interval"] and c["cost"]
+             and c["cost"]["interval_pct"] and c["verdict"] in ("holds", "does not hold here")]
+    assert len(whole) >= 8, [c["id"] for c in whole]
+    # the register's devboy figure is the sources' own accounting
+    assert claims["devboy_l0_dedup"]["own_metric"]["value"] == pytest.approx(own["saved_pct"])
+    assert claims["devboy_l0_dedup"]["verdict"] == "does not hold here"
+    # a token saving that costs money once caching is priced: the finding the register exists for
+    a = claims["anthropic_84pct_tokens"]
+    assert 0 < a["own_metric"]["value"] < 84 and a["verdict"] == "does not hold here"
+    assert a["with_caching"] == "costs more" and a["cost"]["saved_usd"] < 0
+    assert claims["anthropic_cache_invalidation"]["verdict"] == "holds"
+    assert claims["complexity_trap_solve_rate"]["verdict"] == "not testable offline"

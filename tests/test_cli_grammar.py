@@ -126,7 +126,7 @@ def test_dataset_defaults_to_the_only_one_else_fails_listing_them(tmp_path, key)
 def test_errors_are_one_line_and_exit_1_usage_errors_exit_2(db, tmp_path):
     for args, needle in (
         (["usage", "--db", tmp_path / "none.duckdb"], "no such database"),
-        (["usage", "--db", db, "--since", "yesterday"], "is not a date"),
+        (["usage", "--db", db, "--since", "someday"], "is not a date"),
         (["usage", "--db", db, "--timezone", "Mars/Olympus"], "unknown time zone"),
         (["compare", "--db", db, "--policy", "nope"], "no such policy"),
         (["replay", "--db", db, "--policy", "devboy_lru", "--set", "capacity=-1"], "capacity"),

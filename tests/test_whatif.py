@@ -296,6 +296,11 @@ def test_report_never_ranks_a_calibrated_whatif_and_leads_with_the_levers(sample
     assert re.search(r"- `\w+` \(cache\): -?\$\d+\.\d\d \([+-]\d+\.\d\d%, 95% interval [+-]\d+\.\d\d% to "
                      r"[+-]\d+\.\d\d%\)", head), head
     assert head.index("## The levers") < head.index("## Recommendation")
+    # a model or provider switch is said apart, never ranked among the cache levers
+    levers = md.split("## The levers")[1].split("\n## ")[0]
+    ranked = [line for line in levers.splitlines() if line.startswith("- ")]
+    assert ranked and not any(x in line for line in ranked for x in ("(price)", "(provider)", "rates_sonnet", "openai_"))
+    assert "not a cache setting" in levers.lower() and "`rates_sonnet_4_5`" in levers
     rec = md.split("## Recommendation")[1].split("\n## ")[0]
     assert "TTL as logged" in rec and "TTL 5m" not in rec
     board = md.split("## Leaderboard")[1].split("\n## ")[0]

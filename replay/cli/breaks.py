@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from replay.cli.autoingest import auto_ingest_option
 from replay.cli.common import (
     DB_OPTION, dataset_option, echo_json, esc, fail_on, format_option, json_option, open_db, out, pick_dataset,
     print_table
@@ -17,6 +18,7 @@ DEFAULT_LIMIT = 20
 
 @click.command()
 @DB_OPTION
+@auto_ingest_option
 @dataset_option("Dataset [default: the only one].")
 @click.option("--session", "session", metavar="KEY", default=None,
               help="Only the sessions whose key starts with KEY (`ctxreplay sessions` lists the keys).")

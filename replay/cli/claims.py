@@ -1,4 +1,4 @@
-"""`ctxreplay claims`: each source's published claim beside its own metric on these logs and ctxreplay's savings."""
+"""`ctxreplay claims`: the claims register (every published claim, measured here in its own metric and in dollars, with a verdict), then each source's own metric in detail."""
 
 from __future__ import annotations
 
@@ -15,13 +15,22 @@ from replay.cli.common import (
 @DB_OPTION
 @dataset_option("Dataset [default: the only one].")
 @cache_options
-@json_option("Print JSON: per source (devboy, jp_067, ai_experiments) the published claim (text, figure, where "
-             "published), own_metric (the claim's metric measured here by the source's own accounting), and "
-             "ctxreplay (context tokens and billed cost saved by its policy, percent of the no-op baseline, with "
-             "the 95% paired bootstrap interval_pct and the run id).")
+@json_option("Print JSON: claims (the register: per published claim its text, figure, where published, "
+             "conditions, own_metric (value and 95% interval in the claim's own metric), cost (billed dollars "
+             "and percent saved with prompt caching priced, 95% interval_pct, run ids), verdict, reason and "
+             "with_caching), and sources (per source devboy, jp_067, ai_experiments: its own accounting in "
+             "detail and ctxreplay's savings with intervals).")
 @format_option
 def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, as_json):
-    """Each source's published claim, measured on these logs in its own metric, then in ctxreplay's.
+    """The claims register: every published claim ctxreplay can test, measured on these logs in
+    its own metric, then in dollars with prompt caching priced, with a verdict.
+
+    Claims: devboy, JP 067 and 036, Cupel, ai-experiments, Anthropic context editing (84% fewer
+    tokens), Claude Code microcompact, the Complexity Trap's observation masking (M = 10) and
+    SWE-agent's warning that masking breaks prompt caching; solve-rate claims are listed as not
+    testable offline. Verdicts: holds / does not hold here / not testable offline, from the own
+    metric's 95% paired bootstrap interval (method: replay/experiments/claims_register.py,
+    docs/claims.md). Then per source in detail:
 
     devboy: its published simulator's L0 dedup accounting (tool results of >= 200 chars, one
     FIFO of 5 per session log cleared at compaction, chars/4 tokens, 15-token hints): the
@@ -32,6 +41,7 @@ def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price
     supersede swept over its size trigger (trigger_tokens). The policies' runs are taken from
     the database when stored under the same cache settings, else replayed and stored.
     Method: replay/experiments/claims.py."""
+    from analysis import intervals as iv
     from analysis.compare import compare
     from replay.experiments import runs
     from replay.experiments.claims import compute_claims
@@ -43,12 +53,13 @@ def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price
     dataset = pick_dataset(con, dataset, db)
     ds = runs.load(con, dataset)
     with fail_on(PriceError):
-        got = compute_claims(con, ds, opts, compare)
+        got = compute_claims(con, ds, opts, compare, iv)
     if as_json:
         echo_json(got)
         return
+    print_table(register_table(got["claims"], f"Claims register on {esc(dataset)} ({got['sessions']} sessions)"))
     src = got["sources"]
-    t = Table("source", "published claim", "its own metric on these logs", title=f"Claims on {esc(dataset)} "
+    t = Table("source", "published claim", "its own metric on these logs", title=f"Sources in detail on {esc(dataset)} "
               f"({got['sessions']} sessions)")
     for name, x in src.items():
         t.add_row(esc(name), esc(x["claim"]), esc(x["summary"]))
@@ -65,6 +76,32 @@ def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price
         t.add_row(esc(s), esc(p), _cell(x, "context_tokens"), _cell(x, "cost"), esc((x or {}).get("run_id", "-")))
     print_table(t)
     out.print(esc(src["devboy"]["l1_l2"]))
+
+
+def register_table(claims: list[dict], title: str) -> Table:
+    t = Table("claim", "published", "measured here (own metric) [95%]", "cost saved with caching [95%]", "verdict",
+              title=title)
+    for c in claims:
+        m, cost = c["own_metric"], c["cost"]
+        fig = c["figure"]
+        pub = "-" if not fig else (f"{fig['low']:,.4g}" if fig["low"] == fig["high"]
+                                   else f"{fig['low']:,.4g}-{fig['high']:,.4g}")
+        got = "-" if not m or m["value"] is None else f"{m['value']:,.2f}{_span(m['interval'], 2)} {m['unit']}"
+        usd = "-" if not cost or cost["saved_pct"] is None else (
+            f"{_usd(cost['saved_usd'])} ({cost['saved_pct']:+.2f}%{_span(cost['interval_pct'], 2)})")
+        verdict = f"{c['verdict'] or 'pending'}: {c['reason']}"
+        if c.get("cost_verdict"):
+            verdict += f"; {c['cost_verdict']['verdict']} {c['cost_verdict']['reason']}"
+        t.add_row(esc(c["id"]), esc(pub), esc(got), esc(usd), esc(verdict))
+    return t
+
+
+def _usd(v: float) -> str:
+    return f"{'-' if v < 0 else ''}${abs(v):,.2f}"
+
+
+def _span(ivl: dict | None, nd: int) -> str:
+    return "" if not ivl else f" [{ivl['low']:,.{nd}f}, {ivl['high']:,.{nd}f}]"
 
 
 def _cell(x: dict | None, f: str) -> str:

@@ -194,9 +194,16 @@ def remember_db(ctx: click.Context, param, value):
     return value
 
 
+def _db_or_default(ctx: click.Context, param, value):
+    from replay.cli.autoingest import resolve_db
+
+    return remember_db(ctx, param, resolve_db(ctx, value))
+
+
 DB_OPTION = click.option(
-    "--db", type=click.Path(dir_okay=False, path_type=Path), default=Path("ctxreplay.duckdb"),
-    show_default=True, help="DuckDB file holding datasets and runs.", callback=remember_db,
+    "--db", type=click.Path(dir_okay=False, path_type=Path), default=None, callback=_db_or_default,
+    help="DuckDB file holding datasets and runs [default: $CTXREPLAY_DB, else "
+    "$XDG_DATA_HOME/ctxreplay/ctxreplay.duckdb, ~/.local/share/ctxreplay/ctxreplay.duckdb without XDG_DATA_HOME].",
 )
 QUIET_OPTION = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 SPEC_ARGUMENT = click.argument("spec_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -267,10 +274,11 @@ def slice_options(f):
     """--since/--until/--project/--model/--agent/--timezone/--key-file: which sessions (or, for
     `usage` and `sessions`, which responses) a command covers. Shared by usage, sessions, replay,
     sweep, compare and report; `replay.cli.usage.make_filters` turns them into `Filters`."""
+    from replay.cli.dates import DATE_HELP, UNTIL_HELP
+
     opts = [
-        click.option("--since", metavar="DATE", default=None,
-                     help="Only responses on or after this day (YYYY-MM-DD or YYYYMMDD, in --timezone)."),
-        click.option("--until", metavar="DATE", default=None, help="Only responses on or before this day (inclusive)."),
+        click.option("--since", metavar="DATE", default=None, help=DATE_HELP),
+        click.option("--until", metavar="DATE", default=None, help=UNTIL_HELP),
         click.option("--project", "projects", metavar="PATH", multiple=True,
                      help="Only sessions of this project (repeatable): a path on this machine (pseudonymized with "
                      "the key, never stored) or a project pseudonym as `--by project` shows it; folders below it "

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from replay.cli.autoingest import auto_ingest_option
 from replay.cli.common import (
     DB_OPTION, QUIET_OPTION, byte_progress, clean, dataset_option, echo_json, esc, fail_on, fmt_ts, format_option,
     json_option, key_file_option, open_db, out, out_dir_option, pick_dataset, print_table, warn
@@ -138,6 +139,7 @@ def datasets(db: Path, as_json: bool) -> None:
 
 @click.command()
 @DB_OPTION
+@auto_ingest_option
 @dataset_option()
 @filter_options
 @json_option("Print strict JSON: one object per session, with its recorded usage and cost.")

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from replay.cli.autoingest import auto_ingest_option
 from replay.cli.common import (
     DB_OPTION, cache_options, dataset_option, echo_json, err, esc, fail_on, format_option, json_option,
     make_options, open_db, os_error_message, out, pick_dataset, print_table
@@ -16,6 +17,7 @@ from replay.cli.common import (
 
 @click.command()
 @DB_OPTION
+@auto_ingest_option
 @dataset_option("Dataset to validate [default: the only one].")
 @cache_options
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,

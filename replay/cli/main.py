@@ -26,7 +26,8 @@ def main() -> None:
     """Replay coding-agent logs through context dedup/trimming policies and price them
     with a prompt-cache model.
 
-    Start with `ctxreplay demo`, or `ctxreplay ingest ~/.claude/projects --db my.duckdb`.
+    Start with `ctxreplay usage --by day`: with no --db it ingests your agents' logs from their
+    default folders into a database in your data directory first. Or try `ctxreplay demo`.
     """
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from replay.cli.autoingest import auto_ingest_option
 from replay.cli.common import (
     DB_OPTION, dataset_option, echo_json, err, esc, fail, fail_on, fmt_ts, format_option, json_option, open_db, out,
     pick_dataset, print_table, slice_options
@@ -82,13 +83,13 @@ def _project_pseudonyms(con, dataset: str, paths: tuple[str, ...], key_file: Pat
 
 def make_filters(con, dataset: str, since, until, projects, models, agents, tz_name, key_file):
     """The `Filters` of the filter options (one `error:` line on a bad value)."""
-    from analysis.usage import NO_PROJECT_MESSAGE, Filters, UsageError, has_project_column, parse_day
+    from analysis.usage import NO_PROJECT_MESSAGE, Filters, has_project_column
 
-    with fail_on(UsageError):
-        s = parse_day(since) if since else None
-        u = parse_day(until) if until else None
+    tz = _timezone(tz_name)
+    s = _day("--since", since, tz) if since else None
+    u = _day("--until", until, tz) if until else None
     if s and u and s > u:
-        fail(f"--since {since} is after --until {until}")
+        fail(f"--since {since} ({s}) is after --until {until} ({u})")
     if projects and not has_project_column(con, dataset):
         fail(NO_PROJECT_MESSAGE)
     if projects:
@@ -100,7 +101,16 @@ def make_filters(con, dataset: str, since, until, projects, models, agents, tz_n
                       "re-ingest them into a new database to include them")
     names = _project_pseudonyms(con, dataset, projects, key_file) if projects else {}
     return Filters(since=s, until=u, projects=tuple(names), models=tuple(models), agents=tuple(agents),
-                   tz=_timezone(tz_name), project_names=names)
+                   tz=tz, project_names=names)
+
+
+def _day(flag: str, text: str, tz):
+    from replay.cli.dates import resolve_day
+
+    try:
+        return resolve_day(text, tz)
+    except ValueError as e:
+        fail(f"{flag}: {e}")
 
 
 def make_slice(con, dataset: str, since, until, projects, models, agents, tz_name, key_file) -> dict | None:
@@ -191,6 +201,7 @@ def project_label(p: str | None, names: dict[str, str]) -> str:
 
 @click.command()
 @DB_OPTION
+@auto_ingest_option
 @dataset_option()
 @click.option("--by", type=click.Choice(GROUPS), default="day", show_default=True, help="Group rows by this.")
 @filter_options

@@ -259,12 +259,18 @@ def saving(row: dict | None) -> dict[str, Any] | None:
     return out
 
 
-def compute_claims(con, ds: Dataset, opts, compare: CompareRows) -> dict[str, Any]:
+def compute_claims(con, ds: Dataset, opts, compare: CompareRows, iv=None) -> dict[str, Any]:
     """Every source's claim, own-metric figure and ctxreplay savings (``ctxreplay claims --json``);
-    ``compare`` is `analysis.compare.compare`."""
+    ``compare`` is `analysis.compare.compare`; with ``iv`` (`analysis.intervals`) also the claims
+    register (`claims_register`: every published claim, with its verdict)."""
+    from replay.experiments import claims_register as reg
+
     dev_specs = [("devboy_lru", DEVBOY_SIMULATOR), ("devboy_lru", {})]
     sup_specs = [("supersede", {"trigger_tokens": t}) for t in SUPERSEDE_TRIGGERS]
-    rows = policy_rows(con, ds, [*dev_specs, ("jp_resource_dedup", {}), *sup_specs], opts, compare)
+    own_specs = [*dev_specs, ("jp_resource_dedup", {}), *sup_specs]
+    reg_specs = [s for s in reg.specs() if s not in own_specs] if iv is not None else []
+    all_rows = policy_rows(con, ds, [*own_specs, *reg_specs], opts, compare)
+    rows = all_rows[:len(own_specs)]
     dev_sim, dev_def, jp, *sup = (saving(r) for r in rows)
 
     own = devboy_own_metric(ds)
@@ -293,9 +299,14 @@ def compute_claims(con, ds: Dataset, opts, compare: CompareRows) -> dict[str, An
                       ("" if best["cost"]["saved_pct"] > 0 else "no trigger saves billed cost on these logs; ")
                       + f"best trigger {best['trigger_tokens']:,} tokens: {_p(best['cost']['saved_pct'])} of billed "
                       f"cost (0 = trim on every request: {_p(_pt(sweep[0], 'cost'))})")}
-    return {"dataset": ds.name, "sessions": len(ds.sessions), "units": "percentages are percent (0.58 = 0.58%); "
-            "intervals: 95% paired bootstrap over sessions (analysis.intervals)",
-            "sources": {"devboy": devboy, "jp_067": jp_out, "ai_experiments": ai}}
+    got = {"dataset": ds.name, "sessions": len(ds.sessions), "units": "percentages are percent (0.58 = 0.58%); "
+           "intervals: 95% paired bootstrap over sessions (analysis.intervals)",
+           "sources": {"devboy": devboy, "jp_067": jp_out, "ai_experiments": ai}}
+    if iv is not None:
+        run_ids = {reg.run_key(*s): {"run_id": r["run_id"], "baseline_run": r.get("baseline_run")}
+                   for s, r in zip([*own_specs, *reg_specs], all_rows) if r}
+        got["claims"] = reg.evaluate(con, ds, iv, run_ids)
+    return got
 
 
 def _pt(x: dict | None, f: str) -> float | None:

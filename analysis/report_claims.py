@@ -1,0 +1,47 @@
+"""The report's "Published claims" section: the claims register (`ctxreplay claims`) from the
+runs already stored, nothing replayed (the report opens the database read-only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import intervals as iv
+
+
+def claims_md(con, dataset: str, rows: list[dict]) -> list[str]:
+    """Markdown lines of the register over ``rows`` (compare rows of the report's runs)."""
+    from replay.experiments import claims_register as reg
+    from replay.experiments.runs import load
+
+    claims = reg.evaluate(con, load(con, dataset), iv, reg.stored_runs(rows))
+    return section(claims)
+
+
+def _usd(v: float) -> str:
+    return f"{'-' if v < 0 else ''}${abs(v):,.2f}"
+
+
+def _span(ivl: dict | None) -> str:
+    return "" if not ivl else f" [{ivl['low']:,.2f}, {ivl['high']:,.2f}]"
+
+
+def section(claims: list[dict[str, Any]]) -> list[str]:
+    md = ["## Published claims", "",
+          "Each published claim measured on these logs in its own metric, then as billed cost with prompt caching "
+          "priced (95% paired bootstrap intervals over sessions; method and sources: `docs/claims.md`). Claims whose "
+          "runs are not stored say so: `ctxreplay claims` replays them.", "",
+          "| claim | published | measured here (own metric) | cost saved with caching | verdict |",
+          "|---|---|---|---|---|"]
+    for c in claims:
+        fig, m, cost = c["figure"], c["own_metric"], c["cost"]
+        pub = "-" if not fig else (f"{fig['low']:,.4g}" if fig["low"] == fig["high"]
+                                   else f"{fig['low']:,.4g}-{fig['high']:,.4g}")
+        got = "-" if not m or m["value"] is None else f"{m['value']:,.2f}{_span(m['interval'])} {m['unit']}"
+        usd = "-" if not cost or cost["saved_pct"] is None else (
+            f"{_usd(cost['saved_usd'])} ({cost['saved_pct']:+.2f}%{_span(cost['interval_pct'])})")
+        verdict = f"**{c['verdict'] or 'not measured'}**: {c['reason']}"
+        if c.get("cost_verdict"):
+            verdict += f"; {c['cost_verdict']['verdict']} {c['cost_verdict']['reason']}"
+        text = f"{c['source']}: {c['claim']}"
+        md.append("| " + " | ".join(x.replace("|", "/") for x in (text, pub, got, usd, verdict)) + " |")
+    return md + [""]

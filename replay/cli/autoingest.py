@@ -1,0 +1,138 @@
+"""Zero-config daily use: the default database, and the ingest of new or grown logs from the
+agents' default folders that `usage`, `sessions`, `breaks` and `validate` run before they
+answer, so `ctxreplay usage --by day` needs no set-up (as `ccusage daily`).
+
+Which database: --db, else $CTXREPLAY_DB, else the data directory's
+(`replay.ingest.roots.default_db_path`). The automatic ingest applies to that default
+database only (no --db on the command line; $CTXREPLAY_DB counts as default: it moves the
+default, it does not name a one-off file) and to the dataset `default`: a database given
+with --db is the user's own experiment and is never written to unless --ingest asks.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import click
+
+from replay.cli.common import byte_progress, clean, err, esc, fail, warn
+
+DB_SOURCE = "ctxreplay.db_source"  # ctx.meta: "option", "env" or "default"
+DATASET = "default"
+
+INGEST_HELP = ("Before answering, ingest the new or grown logs of the default folders (~/.claude/projects or "
+               "$CLAUDE_CONFIG_DIR, $CODEX_HOME/sessions or ~/.codex/sessions, ~/.gemini/tmp/*/chats, "
+               "~/.copilot/session-state; each if present) into dataset `default` (with --ingest, the --dataset "
+               "given); files stored unchanged are skipped. Default: on unless --db or a --dataset other than "
+               "`default` is given; --ingest also fills a --db, --no-ingest answers from what is stored.")
+
+
+def resolve_db(ctx: click.Context, value: Path | None) -> Path:
+    """The database a command uses (--db > $CTXREPLAY_DB > the data directory's), with where it
+    came from remembered for the automatic ingest."""
+    from replay.ingest.roots import db_from_env, default_db_path
+
+    if value is not None:
+        ctx.meta[DB_SOURCE] = "option"
+        return value
+    env = db_from_env()
+    if env is not None:
+        ctx.meta[DB_SOURCE] = "env"
+        return env
+    ctx.meta[DB_SOURCE] = "default"
+    path = default_db_path()
+    try:  # so `ctxreplay ingest LOGS` works on a fresh machine, as the XDG spec expects of its users
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass  # the command that opens it names the folder and what to do
+    return path
+
+
+def auto_ingest_option(f):
+    """`--ingest/--no-ingest` and the automatic ingest before the command runs. Place it above
+    `format_option` so the command's --json/--csv/--format quieten it."""
+
+    @functools.wraps(f)
+    def run(*args, auto_ingest: bool | None, **kw):
+        quiet = bool(kw.get("as_json") or kw.get("as_csv")) or kw.get("table_format", "table") != "table"
+        ingest_default_roots(kw["db"], kw.get("dataset"), auto_ingest, quiet=quiet)
+        return f(*args, **kw)
+
+    return click.option("--ingest/--no-ingest", "auto_ingest", default=None, help=INGEST_HELP)(run)
+
+
+def wanted(source: str, dataset: str | None, flag: bool | None) -> bool:
+    """Whether to ingest: --ingest / --no-ingest decide; else only into the default database's
+    dataset `default`."""
+    if flag is not None:
+        return flag
+    return source != "option" and dataset in (None, DATASET)
+
+
+def ingest_default_roots(db: Path, dataset: str | None, flag: bool | None, quiet: bool = False):
+    """Ingest the default log folders into ``db`` when `wanted`; the summary, or None when
+    nothing was ingested. With no folder present and no database yet, one `error:` line that
+    says where it looked."""
+    from replay.ingest.roots import candidate_roots, default_log_roots, shown
+
+    ctx = click.get_current_context()
+    source = ctx.meta.get(DB_SOURCE, "option")
+    if not wanted(source, dataset, flag):
+        return None
+    roots = default_log_roots()
+    if not roots:
+        looked = ", ".join(dict.fromkeys(shown(r.path) for r in candidate_roots()))
+        if not db.exists():
+            fail(f"no database at {db} and no agent logs in the default folders ({looked}); "
+                 f"ingest a folder of logs with `ctxreplay ingest PATH`")
+        if flag:
+            warn(f"--ingest: none of the default log folders exists ({looked}); nothing ingested")
+        return None
+    return _ingest(db, dataset or DATASET, [r.path for r in roots], strict=bool(flag), quiet=quiet)
+
+
+def _ingest(db: Path, dataset: str, paths: list[Path], strict: bool, quiet: bool):
+    from replay import store
+    from replay.ingest.keys import open_master_key
+    from replay.ingest.roots import shown
+    from replay.store.load import ingest
+
+    try:
+        master = open_master_key(None, warn=warn)
+    except (ValueError, OSError) as e:
+        fail(f"cannot ingest the default log folders: {e}")
+    progress = byte_progress("ingest", disable=quiet, auto_refresh=False)
+    try:
+        with progress:
+            task = progress.add_task("", total=None)
+            summary = ingest(
+                paths, db, dataset=dataset, master_key=master,
+                on_total=lambda n: progress.update(task, total=n, refresh=True),
+                on_progress=lambda n, name: progress.update(task, advance=n, description=clean(name[:40]),
+                                                            refresh=True),
+            )
+    except (store.StoreError, ValueError, OSError) as e:
+        if strict or not db.exists():
+            fail(f"cannot ingest the default log folders into {db}: {e}")
+        # another ctxreplay holding the file must not stop the answer from what is stored
+        warn(f"new logs not ingested ({e}); answering from what {db} holds (--no-ingest skips this step)")
+        return None
+    if not quiet:
+        _report(summary, db, [shown(p) for p in paths], {str(p) for p in paths})
+    return summary
+
+
+def _report(s, db: Path, roots: list[str], root_paths: set[str]) -> None:
+    """One line on stderr when something was added; a note when files could not be read.
+    Nothing when every file was unchanged: the daily path stays silent."""
+    if s.ingested:
+        err.print(f"ingested {s.ingested:,} new or grown file(s) ({s.sessions:,} sessions, {s.requests:,} requests) "
+                  f"from {esc(', '.join(roots))} into {esc(db)} in {s.seconds:.1f} s", markup=True, highlight=False)
+    # a default folder without logs yet (an agent installed, never run) is not a failure worth a line
+    failed = [(f, reason) for f, reason in s.failed if f not in root_paths]
+    if failed:
+        f, reason = failed[0]
+        err.print(f"note: {len(failed):,} file(s) under the default folders could not be read "
+                  f"({esc(f)}: {esc(reason)}{', ...' if len(failed) > 1 else ''}); `ctxreplay ingest FOLDER` "
+                  "lists each with its reason", highlight=False)
