@@ -92,6 +92,24 @@ def test_an_uncached_summary_request_pays_the_whole_input():
     assert r.figures["summary_cost"] == pytest.approx((50_795 * 3 + 3_500 * 15) / 1e6)     # $0.204885
 
 
+def test_past_the_previous_requests_ttl_the_summary_request_reads_nothing():
+    # request 4 comes 6 minutes after request 3, which wrote 5-minute cache: the prefix expired
+    b = TraceBuilder(overhead=10_000, models=("m",))
+    b.block(500, "user_text", ts=0)
+    b.request(ts=0)
+    for i in range(4):
+        t = 20_000 * (i + 1) + (360_000 if i == 3 else 0)
+        b.tool_call("Bash", 10_000, args=f"c{i}", ts=t)
+        b.request(ts=t, w5=1)
+    r = run(b, ServerCompaction(ServerCompaction.make_params({"trigger": 50_000})))
+    assert r.figures["summary_cost"] == pytest.approx((50_795 * 3 + 3_500 * 15) / 1e6)
+    # the same gap after a request that wrote 1-hour cache: still warm
+    for req in b.requests:
+        req["r_w5"], req["r_w1h"] = 0, 1
+    r = run(b, ServerCompaction(ServerCompaction.make_params({"trigger": 50_000})))
+    assert r.figures["summary_cost"] == pytest.approx((10_145 * 3 + 40_650 * 0.3 + 3_500 * 15) / 1e6)
+
+
 def test_below_the_trigger_nothing_changes():
     b = stream(5)
     base = run(b, build("noop")).figures

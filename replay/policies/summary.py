@@ -12,9 +12,11 @@ exceeds the policy's trigger (``SummaryCompaction.trigger``):
   the summary (``summary_tokens``). With ``summary_cached`` (default) the part of the input the
   previous request of the stream sent (its whole prompt, which it wrote to the cache at its last
   breakpoint) is a cache read and the rest (the blocks appended since, the instructions) is
-  uncached input; it writes nothing. That is the cheapest the call can be: the previous
-  request is taken to be still warm (a compaction fires inside a working loop, seconds after
-  it). Off: the whole input is uncached (the prefix expired).
+  uncached input; it writes nothing. The previous request's entry is taken to be alive when
+  the summary request comes within its TTL as the log recorded it (1 hour where that request
+  wrote 1-hour cache, else 5 minutes; a request without timestamps is taken as warm): a
+  compaction usually fires inside a working loop, seconds after it. Past the TTL, or with
+  ``summary_cached`` off, the whole input is uncached.
 * **the conversation after it** starts from the summary: every block of the partition before
   k is removed and the partition's first block becomes the summary (``summary_tokens``, never
   more than what it replaces), so request k and the ones after it send overhead + summary +
@@ -40,6 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 from replay.model.arrays import Stream
+from replay.model.cache import TTL_MS
 from replay.policies.base import Context
 from replay.policies.common import ScanningPolicy, dropped_thinking_turn, overhead_of, provider_drops, shrink
 
@@ -62,6 +65,7 @@ class SummaryCompaction(ScanningPolicy):
             ctx.metrics.setdefault(f, 0.0)
         s["prev"] = 0.0          # the prompt the previous request sent (after any compaction)
         s["prev_part"] = None    # ... and its partition
+        s["prev_k"] = -1         # ... and its index
 
     def reset(self, s: dict[str, Any], pos: int) -> None:
         super().reset(s, pos)
@@ -83,9 +87,21 @@ class SummaryCompaction(ScanningPolicy):
         # something to summarize: the partition's blocks, or those appended since the last summary
         fresh = pos > (s["s0"] if s["summary_at"] is None else s["done"])
         if fresh and prompt > self.trigger(ctx, k):
-            self.compact(ctx, k, pos, prompt, s["prev"] if s["prev_part"] == part else 0.0)
+            self.compact(ctx, k, pos, prompt, s["prev"] if s["prev_part"] == part and self._warm(st, s["prev_k"], k)
+                         else 0.0)
         s["prev"] = ov + ctx.running + res
         s["prev_part"] = part
+        s["prev_k"] = k
+
+    @staticmethod
+    def _warm(st: Stream, j: int, k: int) -> bool:
+        """Is request ``j``'s cache entry still alive at request ``k`` (its TTL as the log recorded it)?"""
+        if j < 0:
+            return False
+        tj, tk = st.r_ts[j], st.r_ts[k]
+        if tj < 0 or tk < 0:
+            return True
+        return tk - tj <= (TTL_MS["1h"] if st.r_w1h[j] > 0 else TTL_MS["5m"])
 
     def compact(self, ctx: Context, k: int, pos: int, prompt: float, warm: float) -> None:
         """Price the summarization request of request ``k`` and replace the partition's blocks
