@@ -53,9 +53,9 @@ sum(CAST(json_extract(extra, '$.compactions') AS DOUBLE)), sum(CAST(json_extract
 |---|---|---|---|---|
 | 150,000 (default) | +2.25% [+1.16, +3.50] | 6.04% | 48 | $10.02 |
 | 125,000 | +7.98% [+5.43, +10.34] | 18.12% | 97 | $20.77 |
-| 100,000 | -2.18% [-14.31, +7.05] | 26.06% | 349 | $69.81 |
-| 75,000 | -42.22% [-73.19, -15.64] | 35.65% | 1,130 | $207.32 |
-| 50,000 | -180.55% [-217.32, -144.83] | 43.57% | 4,983 | $824.83 |
+| 100,000 | -2.71% [-15.05, +6.58] | 26.06% | 349 | $73.80 |
+| 75,000 | -42.78% [-73.95, -16.25] | 35.65% | 1,130 | $211.54 |
+| 50,000 | -182.63% [-219.45, -146.91] | 43.57% | 4,983 | $840.59 |
 
 (no-op: $758.67). Compacting a little before the client does pays; compacting early does not:
 after a summary the prompt is the overhead (system prompt and tools, tens of thousands of
