@@ -13,22 +13,19 @@ UNBOUNDED = "unbounded"
 # (policy, parameter) whose value 0 (or None) means "no limit": drawn as the category "unbounded",
 # after every bounded value, never joined to them (0 is not a small capacity)
 ZERO_IS_UNBOUNDED = {("devboy_lru", "capacity")}
-OFF_SCALE_FACTOR = 5.0  # a series this many times wider than the next widest is drawn off scale
+OFF_SCALE_FACTOR = 5.0  # a series this many times wider than the typical one is drawn off scale
 
 
 def off_scale(series: dict[str, np.ndarray]) -> set[str]:
-    """The series whose largest |value| is more than OFF_SCALE_FACTOR times the next largest's:
-    on a shared axis they would squeeze every other series into a flat line. Applied repeatedly
-    from the widest down; at least one series always stays on scale."""
-    spans = sorted(((float(np.nanmax(np.abs(v))) if np.isfinite(v).any() else 0.0, k) for k, v in series.items()),
-                   reverse=True)
-    off: set[str] = set()
-    for (top, name), (nxt, _) in zip(spans, spans[1:]):
-        if top > OFF_SCALE_FACTOR * max(nxt, 0.5):  # below half a point nothing is flattened
-            off.add(name)
-        else:
-            break
-    return off
+    """The series whose largest |value| exceeds OFF_SCALE_FACTOR times the typical series' (the
+    median over all but the widest): on a shared axis they would squeeze the others into flat
+    lines. Two policies at -100% and -250% beside five within +-35% are both off scale; the
+    narrowest series always stays on."""
+    spans = {k: float(np.nanmax(np.abs(v))) if np.isfinite(v).any() else 0.0 for k, v in series.items()}
+    if len(spans) < 2:
+        return set()
+    ref = float(np.median(sorted(spans.values(), reverse=True)[1:]))
+    return {k for k, v in spans.items() if v > OFF_SCALE_FACTOR * max(ref, 0.5)}  # under half a point: nothing flat
 
 
 def limits(values: list[np.ndarray], pad: float = 0.12, min_span: float = 0.5) -> tuple[float, float]:

@@ -162,11 +162,16 @@ def pareto(m: pd.DataFrame, front: pd.DataFrame, risk: str = "risk"):
     if d.empty or d[risk].fillna(0).nunique() <= 1:
         return None
     fig, ax = plt.subplots(figsize=(8, 5))
-    for i, (pol, g) in enumerate(d.groupby("policy")):
-        ax.scatter(g[risk], g["cost_saved"], s=22, color=PALETTE[i % len(PALETTE)], label=pol, alpha=0.8)
-    if not front.empty:
-        f = front[front["policy"] != "noop"].sort_values(risk)
-        ax.step(f[risk], f["cost_saved"], where="post", color="black", lw=1, label="Pareto frontier")
+    for i, (pol, g) in enumerate(d.groupby("policy")):  # past 8 policies the colours repeat: the marker differs
+        ax.scatter(g[risk], g["cost_saved"], s=22, color=PALETTE[i % len(PALETTE)], label=pol, alpha=0.8,
+                   marker="os^D"[(i // len(PALETTE)) % 4])
+    f = front[front["policy"] != "noop"].sort_values(risk) if not front.empty else front
+    if not f.empty:
+        # rings mark the frontier's runs: a frontier of one run has no visible step line
+        ax.step(f[risk], f["cost_saved"], where="post", color="black", lw=1,
+                label="Pareto frontier" if len(f) > 1 else None)
+        ax.plot(f[risk], f["cost_saved"], ls="", marker="o", ms=10, mfc="none", mec="black", mew=0.8,
+                label="Pareto frontier" if len(f) == 1 else "on the frontier")
     ax.axhline(0, color="grey", lw=0.8)
     _style(ax, "Cost saved vs risk, every run", "risk (dangling + stale refs + trimmed then re-read)",
            "cost saved vs baseline ($)")
@@ -268,6 +273,7 @@ def cache_hit_study(study: pd.DataFrame):
     xs = np.arange(len(order), dtype=float)
     for i, pol in enumerate(best):
         y, colour = series[pol], PALETTE[i % len(PALETTE)]
+        stack = 7 + 10 * sorted(off).index(pol) if pol in off else 0  # off-scale values at one x do not overlap
         if pol not in off:
             ax.plot(xs, y, marker="o", color=colour, label=pol)
             continue
@@ -282,7 +288,8 @@ def cache_hit_study(study: pd.DataFrame):
             ax.plot(xs[sel], [edge] * int(sel.sum()), ls="", marker="^" if above else "v", color=colour,
                     clip_on=False)
             for xv, v in zip(xs[sel], y[sel]):
-                ax.annotate(f"{v:+.0f}%", (xv, edge), xytext=(0, -7 if above else 7), textcoords="offset points",
+                ax.annotate(f"{v:+.0f}%", (xv, edge), xytext=(0, -stack if above else stack),
+                            textcoords="offset points",
                             ha="center", va="top" if above else "bottom", fontsize=7, color=colour)
     ax.set_ylim(lo, hi)
     ax.set_xticks(xs, order)

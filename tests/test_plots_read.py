@@ -112,10 +112,16 @@ def test_cache_hit_study_keeps_every_policy_on_scale_when_none_dwarfs_the_others
     assert lo < -12 and hi > 8
 
 
-def test_off_scale_is_repeated_from_the_widest_and_keeps_one_series():
+def test_off_scale_measures_each_series_against_the_typical_one():
     s = {"a": np.array([-300.0]), "b": np.array([40.0]), "c": np.array([2.0]), "d": np.array([1.5])}
     assert off_scale(s) == {"a", "b"}
+    # two large losses beside five small savings (the sample's cupel_dedup and supersede): both off scale
+    five = {f"p{i}": np.array([v]) for i, v in enumerate((35.0, 19.0, 17.0, 15.0, 13.0))}
+    assert off_scale({**five, "cupel": np.array([-254.0, 10.0]), "supersede": np.array([-111.0])}) == {"cupel",
+                                                                                                    "supersede"}
+    assert off_scale(five) == set()
     assert off_scale({"a": np.array([-300.0]), "b": np.array([-290.0])}) == set()
+    assert off_scale({"a": np.array([-300.0]), "b": np.array([2.0])}) == {"a"}
     assert off_scale({"only": np.array([-300.0])}) == set()
 
 
