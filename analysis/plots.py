@@ -190,10 +190,12 @@ def pareto_sentence(m: pd.DataFrame, risk: str = "risk") -> str:
     v = float(vals[0])
     what = ("risk 0: no dangling or stale reference and no trimmed content re-read" if v == 0
             else f"the same risk, {v:,.0f}")
-    best = d.loc[d["cost_saved"].idxmax()] if d["cost_saved"].notna().any() else None
-    tail = (f"; they differ only in cost saved, from {money(d['cost_saved'].min(), 'cost')} to "
-            f"{money(d['cost_saved'].max(), 'cost')} "
-            f"({best['label'] if 'label' in d.columns else best['policy']} saves most)" if best is not None else "")
+    saved = d["cost_saved"].dropna()
+    lo, hi = (money(saved.min(), "cost"), money(saved.max(), "cost")) if len(saved) else (None, None)
+    best = d.loc[saved.idxmax()] if len(saved) else None
+    name = None if best is None else best["label"] if "label" in d.columns else best["policy"]
+    tail = ("" if best is None else f"; each saves {lo}" if lo == hi else
+            f"; they differ only in cost saved, from {lo} to {hi} ({name} saves most)")
     return (f"Every one of the {len(d)} policy runs has {what}, so a chart of cost saved against risk would be a "
             f"single column of points (not drawn){tail}.")
 

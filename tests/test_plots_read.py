@@ -63,6 +63,9 @@ def test_pareto_is_a_sentence_when_every_run_has_risk_zero():
     assert plots.pareto(m, m.iloc[:0]) is None
     text = plots.pareto_sentence(m)
     assert "4 policy runs has risk 0" in text and "-$0.25 to $1.50" in text and "p0 #0 saves most" in text
+    same = plots.pareto_sentence(_runs([0, 0], [1.61, 1.61]))  # one configuration under both cache variants
+    assert same.endswith("(not drawn); each saves $1.61.")
+    assert plots.pareto_sentence(m[m["policy"] == "noop"]).startswith("No policy run")
 
 
 def test_pareto_draws_when_risk_varies_with_its_legend_outside():
