@@ -31,11 +31,14 @@ def _style(ax, title: str, xlabel: str, ylabel: str) -> None:
     ax.spines[["top", "right"]].set_visible(False)
 
 
-def _legend(ax, **kw) -> None:
-    """A legend outside the axes, on the right, listing only the artists drawn with a label:
-    inside, it hides the data it describes."""
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=kw.pop("fontsize", 7), loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, **kw)
+def _legend(ax, below: bool = False, **kw) -> None:
+    """A legend outside the axes (right, or ``below`` the x label for charts already wide),
+    listing only the artists drawn with a label: inside, it hides the data it describes."""
+    if not ax.get_legend_handles_labels()[0]:
+        return
+    where = ({"loc": "upper center", "bbox_to_anchor": (0.5, -0.14), "ncol": 2} if below
+             else {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)})
+    ax.legend(fontsize=kw.pop("fontsize", 7), frameon=False, **where, **kw)
 
 
 def _policy(t: pd.DataFrame) -> str | None:
@@ -103,7 +106,7 @@ def answer(ranked: list[dict], band: float | None = None, band_model_only: float
     save; values beyond it (a loss far larger than the savings shown) are clipped at the edge
     and printed."""
     d = list(reversed(ranked))
-    fig, ax = plt.subplots(figsize=(9, 0.55 * max(3, len(d)) + 1.4))
+    fig, ax = plt.subplots(figsize=(8.5, 0.55 * max(3, len(d)) + 1.4))
     shown = [r for r in d if (r["saved_pct"] or 0) > 0] or d  # losers do not set the scale when others save
     pts = [100 * v for r in shown for v in (r["saved_pct"], (r["interval"] or {}).get("low"),
                                             (r["interval"] or {}).get("high")) if v is not None]
@@ -146,7 +149,7 @@ def answer(ranked: list[dict], band: float | None = None, band_model_only: float
     what = "cost" if unit == "cost" else "context tokens"
     _style(ax, f"Best configurations: {what} saved vs the no-op baseline (n.d. = not distinguishable)",
            f"{what} saved vs baseline (%)", "")
-    _legend(ax)
+    _legend(ax, below=True)  # the labels on the left already make it the widest chart
     return fig
 
 
