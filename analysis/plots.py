@@ -15,6 +15,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .answer import money  # noqa: E402
+from .plot_axes import UNBOUNDED, categories, limits, off_scale, zero_is_unbounded  # noqa: E402
+
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 RETRO = {"cupel_dedup", "jp_compaction", "supersede", "anthropic_clear_tool_uses", "claude_code_microcompact"}
@@ -26,6 +29,20 @@ def _style(ax, title: str, xlabel: str, ylabel: str) -> None:
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     ax.spines[["top", "right"]].set_visible(False)
+
+
+def _legend(ax, below: bool = False, **kw) -> None:
+    """A legend outside the axes (right, or ``below`` the x label for charts already wide),
+    listing only the artists drawn with a label: inside, it hides the data it describes."""
+    if not ax.get_legend_handles_labels()[0]:
+        return
+    where = ({"loc": "upper center", "bbox_to_anchor": (0.5, -0.14), "ncol": 2} if below
+             else {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)})
+    ax.legend(fontsize=kw.pop("fontsize", 7), frameon=False, **where, **kw)
+
+
+def _policy(t: pd.DataFrame) -> str | None:
+    return str(t["policy"].iloc[0]) if "policy" in t.columns and len(t) else None
 
 
 def save(fig, out_dir: Path, name: str) -> dict[str, Path]:
@@ -89,7 +106,7 @@ def answer(ranked: list[dict], band: float | None = None, band_model_only: float
     save; values beyond it (a loss far larger than the savings shown) are clipped at the edge
     and printed."""
     d = list(reversed(ranked))
-    fig, ax = plt.subplots(figsize=(9, 0.55 * max(3, len(d)) + 1.4))
+    fig, ax = plt.subplots(figsize=(8.5, 0.55 * max(3, len(d)) + 1.4))
     shown = [r for r in d if (r["saved_pct"] or 0) > 0] or d  # losers do not set the scale when others save
     pts = [100 * v for r in shown for v in (r["saved_pct"], (r["interval"] or {}).get("low"),
                                             (r["interval"] or {}).get("high")) if v is not None]
@@ -104,23 +121,27 @@ def answer(ranked: list[dict], band: float | None = None, band_model_only: float
         for k, x in enumerate(edges):
             ax.axvline(x, color="#777777", ls=":", lw=1.2, label=None if k else
                        f"baseline fidelity error, model only (±{100 * band_model_only:.2f}%)")
+    drawn: set[str] = set()
     for i, r in enumerate(d):
         for off, v, colour, marker, face in ((0.17, r, PALETTE[0], "o", PALETTE[0]),
                                              (-0.17, r.get("model_only"), PALETTE[3], "s", "white")):
             if not v or v.get("saved_pct") is None:
                 continue
+            # the legend names the first point of each kind (a key for nothing drawn would mislead)
+            key = None if marker in drawn else ("calibrated (95% interval)" if marker == "o"
+                                                else "model only (95% interval)")
+            drawn.add(marker)
             x = 100 * v["saved_pct"]
             iv = v.get("interval") or {"low": v["saved_pct"], "high": v["saved_pct"]}
             a, b = 100 * iv["low"], 100 * iv["high"]
             ax.plot([min(max(a, lo_lim), hi_lim), max(min(b, hi_lim), lo_lim)], [i + off] * 2, color=colour, lw=1.6)
-            ax.plot([min(max(x, lo_lim), hi_lim)], [i + off], ls="", ms=6, color=colour, marker=marker, mfc=face)
+            ax.plot([min(max(x, lo_lim), hi_lim)], [i + off], ls="", ms=6, color=colour, marker=marker, mfc=face,
+                    label=key)
             text = f"{x:+.2f}%" + ("" if v.get("distinguishable") else " n.d.")
             if x < lo_lim or x > hi_lim:
                 text += " (off scale)"
             ax.annotate(text, (min(max(b, lo_lim), hi_lim), i + off), fontsize=7, xytext=(4, 0),
                         textcoords="offset points", ha="left", va="center", color=colour)
-    ax.plot([], [], ls="", marker="o", color=PALETTE[0], label="calibrated (95% interval)")
-    ax.plot([], [], ls="", marker="s", color=PALETTE[3], mfc="white", label="model only (95% interval)")
     ax.axvline(0, color="black", lw=0.8)
     ax.set_xlim(lo_lim, hi_lim)
     ax.set_ylim(-0.6, len(d) - 0.4)
@@ -128,39 +149,77 @@ def answer(ranked: list[dict], band: float | None = None, band_model_only: float
     what = "cost" if unit == "cost" else "context tokens"
     _style(ax, f"Best configurations: {what} saved vs the no-op baseline (n.d. = not distinguishable)",
            f"{what} saved vs baseline (%)", "")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _legend(ax, below=True)  # the labels on the left already make it the widest chart
     return fig
+
+
+def _policy_runs(m: pd.DataFrame) -> pd.DataFrame:
+    return m[m["policy"] != "noop"] if not m.empty and "policy" in m.columns else m
 
 
 def pareto(m: pd.DataFrame, front: pd.DataFrame, risk: str = "risk"):
-    """Cost saved ($) against risk (dangling + stale references + content re-read after trimming)."""
+    """Cost saved ($) against risk (dangling + stale references + content re-read after trimming).
+    None when the risk axis is degenerate (every run has the same risk, typically 0): the chart
+    would be one column of points; ``pareto_sentence`` says so instead."""
+    d = _policy_runs(m)
+    if d.empty or d[risk].fillna(0).nunique() <= 1:
+        return None
     fig, ax = plt.subplots(figsize=(8, 5))
-    d = m[m["policy"] != "noop"]
-    for i, (pol, g) in enumerate(d.groupby("policy")):
-        ax.scatter(g[risk], g["cost_saved"], s=22, color=PALETTE[i % len(PALETTE)], label=pol, alpha=0.8)
-    if not front.empty:
-        f = front[front["policy"] != "noop"].sort_values(risk)
-        ax.step(f[risk], f["cost_saved"], where="post", color="black", lw=1, label="Pareto frontier")
+    for i, (pol, g) in enumerate(d.groupby("policy")):  # past 8 policies the colours repeat: the marker differs
+        ax.scatter(g[risk], g["cost_saved"], s=22, color=PALETTE[i % len(PALETTE)], label=pol, alpha=0.8,
+                   marker="os^D"[(i // len(PALETTE)) % 4])
+    f = front[front["policy"] != "noop"].sort_values(risk) if not front.empty else front
+    if not f.empty:
+        # rings mark the frontier's runs: a frontier of one run has no visible step line
+        ax.step(f[risk], f["cost_saved"], where="post", color="black", lw=1,
+                label="Pareto frontier" if len(f) > 1 else None)
+        ax.plot(f[risk], f["cost_saved"], ls="", marker="o", ms=10, mfc="none", mec="black", mew=0.8,
+                label="Pareto frontier" if len(f) == 1 else "on the frontier")
     ax.axhline(0, color="grey", lw=0.8)
     _style(ax, "Cost saved vs risk, every run", "risk (dangling + stale refs + trimmed then re-read)",
            "cost saved vs baseline ($)")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, loc="best")
+    _legend(ax)
     return fig
 
 
+def pareto_sentence(m: pd.DataFrame, risk: str = "risk") -> str:
+    """What the reader would have seen in a degenerate cost-vs-risk chart, in words."""
+    d = _policy_runs(m)
+    if d.empty:
+        return "No policy run to set against risk: only no-op baselines are stored."
+    vals = d[risk].fillna(0).unique()
+    if len(vals) > 1:
+        return ""
+    v = float(vals[0])
+    what = ("risk 0: no dangling or stale reference and no trimmed content re-read" if v == 0
+            else f"the same risk, {v:,.0f}")
+    saved = d["cost_saved"].dropna()
+    lo, hi = (money(saved.min(), "cost"), money(saved.max(), "cost")) if len(saved) else (None, None)
+    best = d.loc[saved.idxmax()] if len(saved) else None
+    name = None if best is None else best["label"] if "label" in d.columns else best["policy"]
+    tail = ("" if best is None else f"; each saves {lo}" if lo == hi else
+            f"; they differ only in cost saved, from {lo} to {hi} ({name} saves most)")
+    return (f"Every one of the {len(d)} policy runs has {what}, so a chart of cost saved against risk would be a "
+            f"single column of points (not drawn){tail}.")
+
+
 def sweep_heatmap(t: pd.DataFrame, x: str, y: str, value: str = "cost_saved_pct", title: str = ""):
-    """None when the sweep has no policy runs (not run on this database, or baselines only)."""
+    """None when the sweep has no policy runs (not run on this database, or baselines only).
+    Parameter values are categories: numbers ascending, "unbounded" (a capacity of 0) last."""
     if t.empty or not {x, y, value} <= set(t.columns):
         return None
-    piv = t.pivot_table(index=y, columns=x, values=value, aggfunc="mean")
-    fig, ax = plt.subplots(figsize=(1.0 + 0.8 * len(piv.columns), 1.2 + 0.5 * len(piv.index)))
+    pol = _policy(t)
+    xl, xo = categories(t[x], zero_is_unbounded(pol, x))
+    yl, yo = categories(t[y], zero_is_unbounded(pol, y))
+    piv = t.assign(_x=xl, _y=yl).pivot_table(index="_y", columns="_x", values=value, aggfunc="mean")
+    piv = piv.reindex(index=[v for v in yo if v in piv.index], columns=[v for v in xo if v in piv.columns])
+    fig, ax = plt.subplots(figsize=(1.6 + 0.8 * len(piv.columns), 1.2 + 0.5 * len(piv.index)))
     data = 100 * piv.to_numpy(dtype=float)
     lim = float(np.nanmax(np.abs(data))) if np.isfinite(data).any() else 1.0
     lim = lim or 1.0
     im = ax.imshow(data, cmap="PuOr", vmin=-lim, vmax=lim, aspect="auto")
-    ax.set_xticks(range(len(piv.columns)), [str(c) for c in piv.columns], rotation=45, ha="right")
-    ax.set_yticks(range(len(piv.index)), [str(i) for i in piv.index])
+    ax.set_xticks(range(len(piv.columns)), list(piv.columns), rotation=45, ha="right")
+    ax.set_yticks(range(len(piv.index)), list(piv.index))
     for (i, j), v in np.ndenumerate(data):
         if np.isfinite(v):
             ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=7,
@@ -173,22 +232,38 @@ def sweep_heatmap(t: pd.DataFrame, x: str, y: str, value: str = "cost_saved_pct"
 
 
 def sweep_line(t: pd.DataFrame, x: str, title: str = ""):
+    """Savings by one parameter (None as sweep_heatmap). The values are categories in order;
+    "unbounded" (a capacity of 0) is drawn last, apart, and not joined to the bounded values."""
     if t.empty or x not in t.columns:
-        return None  # as sweep_heatmap
-    d = t.sort_values(x, key=lambda s: pd.to_numeric(s, errors="coerce").fillna(1e18))
+        return None
+    labels, order = categories(t[x], zero_is_unbounded(_policy(t), x))
+    g = t.assign(_x=labels).groupby("_x")[["cost_saved_pct", "context_saved_pct"]].mean().reindex(order)
+    bounded = [o for o in order if o != UNBOUNDED]
+    pos = {o: float(i) for i, o in enumerate(bounded)}
+    if UNBOUNDED in order:
+        pos[UNBOUNDED] = len(bounded) + 0.5  # a gap: the distance to the last capacity means nothing
     fig, ax = plt.subplots(figsize=(7, 4))
-    xs = [str(v) for v in d[x]]
-    ax.plot(xs, 100 * d["cost_saved_pct"], marker="o", color=PALETTE[0], label="cost saved")
-    ax.plot(xs, 100 * d["context_saved_pct"], marker="s", color=PALETTE[1], label="context tokens saved")
-    _style(ax, title or f"Savings by {x}", x.removeprefix("param.").removeprefix("cache.") + " (0 = unbounded)",
-           "saved vs baseline (%)")
-    ax.legend(fontsize=8)
+    for col, colour, marker, lab in (("cost_saved_pct", PALETTE[0], "o", "cost saved"),
+                                     ("context_saved_pct", PALETTE[1], "s", "context tokens saved")):
+        if bounded:
+            ax.plot([pos[o] for o in bounded], 100 * g.loc[bounded, col].to_numpy(dtype=float), marker=marker,
+                    color=colour, label=lab)
+        if UNBOUNDED in order:
+            ax.plot([pos[UNBOUNDED]], [100 * float(g.loc[UNBOUNDED, col])], ls="", marker=marker, color=colour,
+                    label=None if bounded else lab)
+    if bounded and UNBOUNDED in order:
+        ax.axvline(len(bounded) - 0.25, color="#999999", ls=":", lw=1)
+    ax.set_xticks([pos[o] for o in order], order)
+    _style(ax, title or f"Savings by {x}", x.removeprefix("param.").removeprefix("cache."), "saved vs baseline (%)")
+    _legend(ax, fontsize=8)
     return fig
 
 
 def cache_hit_study(study: pd.DataFrame):
     """Saving as a function of the read/write price ratio: where trimming starts to pay
-    (None without a policy run to reprice)."""
+    (None without a policy run to reprice). A policy whose saving dwarfs the others' (a loss of
+    hundreds of percent beside savings of a few) would flatten every other line: it is drawn
+    dashed, clipped at the axis edge, with its values written."""
     if study.empty:
         return None
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -196,13 +271,37 @@ def cache_hit_study(study: pd.DataFrame):
     study["ratio"] = study["read_ratio"].astype(str) + " / " + study["write_ratio"].astype(str)
     order = list(dict.fromkeys(study["ratio"]))
     best = study.groupby("policy")["saved_pct"].max().sort_values(ascending=False).index[:7]
+    series = {pol: 100 * study[study["policy"] == pol].groupby("ratio", sort=False)["saved_pct"].max()
+              .reindex(order).to_numpy(dtype=float) for pol in best}
+    off = off_scale(series)
+    lo, hi = limits([v for k, v in series.items() if k not in off])
+    xs = np.arange(len(order), dtype=float)
     for i, pol in enumerate(best):
-        g = study[study["policy"] == pol].groupby("ratio", sort=False)["saved_pct"].max().reindex(order)
-        ax.plot(order, 100 * g.to_numpy(), marker="o", color=PALETTE[i % len(PALETTE)], label=pol)
+        y, colour = series[pol], PALETTE[i % len(PALETTE)]
+        stack = 7 + 10 * sorted(off).index(pol) if pol in off else 0  # off-scale values at one x do not overlap
+        if pol not in off:
+            ax.plot(xs, y, marker="o", color=colour, label=pol)
+            continue
+        ax.plot(xs, np.clip(y, lo, hi), ls="--", color=colour, label=f"{pol} (off scale, values written)")
+        inside = (y >= lo) & (y <= hi)
+        ax.plot(xs[inside], y[inside], ls="", marker="o", color=colour)
+        for above in (False, True):
+            sel = (y > hi) if above else (y < lo)
+            if not sel.any():
+                continue
+            edge = hi if above else lo
+            ax.plot(xs[sel], [edge] * int(sel.sum()), ls="", marker="^" if above else "v", color=colour,
+                    clip_on=False)
+            for xv, v in zip(xs[sel], y[sel]):
+                ax.annotate(f"{v:+.0f}%", (xv, edge), xytext=(0, -stack if above else stack),
+                            textcoords="offset points",
+                            ha="center", va="top" if above else "bottom", fontsize=7, color=colour)
+    ax.set_ylim(lo, hi)
+    ax.set_xticks(xs, order)
     ax.axhline(0, color="black", lw=0.8)
     _style(ax, "Best saving per policy under other cache prices (read / write price as a multiple of input)",
            "read price / write price (x input)", "cost saved vs baseline (%)")
-    ax.legend(fontsize=7)
+    _legend(ax)
     return fig
 
 
@@ -214,7 +313,7 @@ def tool_breakdown(tb: pd.DataFrame, top: int = 12):
     ax.barh(y, d["repeat_tokens"] / 1000, color=PALETTE[3], label="of which byte-identical repeats")
     ax.set_yticks(y, [f"{t} ({k})" for t, k in zip(d["tool"], d["kind"])])
     _style(ax, "Tool results by tool: what dedup can target", "tokens (thousands, o200k)", "")
-    ax.legend(fontsize=8, loc="lower right")
+    _legend(ax, fontsize=8)
     return fig
 
 
@@ -252,7 +351,7 @@ def whatif_costs(scenarios: list[dict], baseline_cost: float):
     ax.axvline(baseline_cost, color="black", lw=0.9, ls="--", label="recorded settings (model-only)")
     ax.set_yticks(y, [f"{r['name']}\n{r['saved_pct']['cost']:+.2f}%{'' if r['distinguishable'] else ', n.d.'}"
                       for r in d], fontsize=8)
-    ax.legend(fontsize=8, loc="lower right")
+    _legend(ax, fontsize=8)
     _style(ax, "Cost under each cache scenario (model-only; whiskers: 95% interval; grey: not distinguishable)",
            "cost ($)", "")
     return fig

@@ -18,6 +18,7 @@ import contextlib
 import html
 import json
 import os
+import re
 import shutil
 import tempfile
 from datetime import datetime, timezone
@@ -168,8 +169,10 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         add("leaderboard", "Savings of each policy at its source's defaults (calibrated; policies that save and "
             "policies that cost more on separate scales)", plots.leaderboard(lb, ints), "leaderboard")
     front = tables.pareto_front(mc[~mc["policy"].isin(["noop", *BOUNDS])])
-    add("pareto", "Every calibrated run: cost saved against risk; the line is the Pareto frontier",
-        plots.pareto(mc, front), "pareto")
+    pareto_fig = plots.pareto(mc, front)
+    if pareto_fig is not None:
+        add("pareto", "Every calibrated run: cost saved against risk; the line is the Pareto frontier", pareto_fig,
+            "pareto")
     sweeps = [s for s in m["sweep_id"].dropna().unique()] if not m.empty else []
     for sid in sweeps:
         # a sweep over a cache what-if grid runs model-only only (replay.experiments.sweep): its own variant
@@ -214,7 +217,8 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
            f"{_num(overview['recorded_input_tokens'])} | {_num(overview['recorded_output'])} |", ""]
     md += sections.leaderboard(rows, _img_md("leaderboard", figures))
     md += sections.per_agent(rows)
-    md += ["## Cost saved vs risk", "", _img_md("pareto", figures), ""]
+    md += ["## Cost saved vs risk", "", _img_md("pareto", figures) if pareto_fig is not None
+           else plots.pareto_sentence(mc), ""]
     if sweeps:
         md += ["## Sweeps", ""]
         for sid in sweeps:
@@ -223,7 +227,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
             only_mo = not (tables.calibrated(m[m["sweep_id"] == sid])["cache_dict"].map(tables.variant)
                            == "calibrated").any()
             shown = "model-only: a cache what-if grid" if only_mo else "calibrated"
-            md.append(f"Sweep `{sid}`: {n} runs (the charts show the {shown} variant; capacity 0 = unbounded)." if n
+            md.append(f"Sweep `{sid}`: {n} runs (the charts show the {shown} variant)." if n
                       else f"Sweep `{sid}`: {nb} no-op baseline(s) only, no policy runs to chart.")
             md += sweep_best.best_lines(rows, sid)
         md += ["", _img_md("sweeps", figures), ""]
@@ -275,62 +279,43 @@ def _img_md(section: str, figures) -> str:
     return "\n\n".join(f"![{cap}](img/{png.name})" for sec, cap, png in figures if sec == section)
 
 
+IMAGE_LINE = re.compile(r"^!\[(?P<cap>[^\]]*)\]\((?P<rel>img/[^)\s]+)\)$")
+CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+       # tables shrink to the page: small type, cells wrap; the wrapper scrolls a table that still cannot fit
+       # (many agents side by side) instead of widening the whole page
+       "div.table{max-width:100%;overflow-x:auto;margin:1em 0}"
+       "table{border-collapse:collapse;font-size:11px}td,th{border:1px solid #ccc;padding:2px 5px;"
+       "text-align:right;overflow-wrap:anywhere}th{background:#f2f2f2;text-align:center}"
+       "td:nth-child(-n+3){text-align:left}img{max-width:100%;height:auto}"
+       "figure{margin:1em 0}figcaption{font-size:12px;color:#555}code{background:#f4f4f4;padding:0 3px}")
+
+
 def _html(md: list[str], figures, out_dir: Path, dataset: str) -> str:
-    """Markdown subset (headings, tables, paragraphs, images) to one self-contained HTML page."""
+    """The report's Markdown rendered as one self-contained HTML page: CommonMark with tables
+    (markdown-it-py, which rich already requires; raw HTML in the text is escaped), each image
+    line embedded as a figure with its caption."""
+    from markdown_it import MarkdownIt
+
+    render = MarkdownIt("commonmark", {"html": False}).enable("table").render
     body: list[str] = []
-    table: list[list[str]] = []
+    chunk: list[str] = []
 
-    def inline(s: str) -> str:
-        s = html.escape(s)
-        out, bold, code = "", False, False
-        i = 0
-        while i < len(s):
-            if s.startswith("**", i):
-                out += "</b>" if bold else "<b>"
-                bold = not bold
-                i += 2
-            elif s[i] == "`":
-                out += "</code>" if code else "<code>"
-                code = not code
-                i += 1
-            else:
-                out += s[i]
-                i += 1
-        return out
+    def flush() -> None:
+        if chunk:
+            body.append(render("\n".join(chunk)))
+            chunk.clear()
 
-    def flush_table():
-        if not table:
-            return
-        head, rows = table[0], table[2:]
-        body.append("<table><thead><tr>" + "".join(f"<th>{inline(c)}</th>" for c in head) + "</tr></thead><tbody>"
-                    + "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in rows)
-                    + "</tbody></table>")
-        table.clear()
-
-    for line in md:
-        if line.startswith("|"):
-            table.append([c.strip() for c in line.strip("|").split("|")])
+    for line in "\n".join(md).split("\n"):
+        m = IMAGE_LINE.match(line.strip())
+        if not m:
+            chunk.append(line)
             continue
-        flush_table()
-        if line.startswith("# "):
-            body.append(f"<h1>{inline(line[2:])}</h1>")
-        elif line.startswith("## "):
-            body.append(f"<h2>{inline(line[3:])}</h2>")
-        elif line.startswith("!["):
-            for part in line.split("\n\n"):
-                cap = part[2:part.index("](")]
-                rel = part[part.index("](") + 2:-1]
-                data = base64.b64encode((out_dir / rel).read_bytes()).decode()
-                body.append(f'<figure><img alt="{html.escape(cap)}" src="data:image/png;base64,{data}">'
-                            f"<figcaption>{html.escape(cap)}</figcaption></figure>")
-        elif line.startswith("- "):
-            body.append(f"<li>{inline(line[2:])}</li>")
-        elif line.strip():
-            body.append(f"<p>{inline(line)}</p>")
-    flush_table()
-    css = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-           "table{border-collapse:collapse;font-size:12px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 6px;"
-           "text-align:right}th{background:#f2f2f2}td:nth-child(-n+3){text-align:left}img{max-width:100%}"
-           "figure{margin:1em 0}figcaption{font-size:12px;color:#555}code{background:#f4f4f4;padding:0 3px}")
+        flush()
+        cap = html.escape(m["cap"])
+        data = base64.b64encode((out_dir / m["rel"]).read_bytes()).decode()
+        body.append(f'<figure><img alt="{cap}" src="data:image/png;base64,{data}">'
+                    f"<figcaption>{cap}</figcaption></figure>")
+    flush()
+    page = "\n".join(body).replace("<table>", '<div class="table"><table>').replace("</table>", "</table></div>")
     return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>ctxreplay report: "
-            f"{html.escape(dataset)}</title><style>{css}</style></head><body>" + "\n".join(body) + "</body></html>")
+            f"{html.escape(dataset)}</title><style>{CSS}</style></head><body>{page}</body></html>")

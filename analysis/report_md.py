@@ -266,11 +266,10 @@ def leaderboard(rows: list[dict], img: str) -> list[str]:
     md = ["## Leaderboard", "",
           "Every finished run, with its saving against its no-op baseline (same dataset, cache and price settings) and "
           "the 95% interval of the cost saving. Hit rate = reads / (reads + writes + uncached). Run ids in the last "
-          "column.", "",
+          "column; each run's risk counters are in section *Risk*.", "",
           "| policy | settings | TTL | variant | cost $ | cost saved | 95% interval | distinguishable | context tokens |"
-          " context saved | tokens delivered | delivered saved | hit rate | busts | rewritten tokens | hints | dangling |"
-          " stale | trimmed, re-read | run |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          " context saved | tokens delivered | delivered saved | hit rate | busts | run |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     # a cache what-if priced by the calibrated variant alone is listed last, unranked: that variant
     # copies the log's recorded misses, which the setting would change (`ctxreplay whatif` measures it)
     for r in sorted(rows, key=lambda r: (calibrated_whatif(r), r["figures"]["cost"])):
@@ -285,8 +284,7 @@ def leaderboard(rows: list[dict], img: str) -> list[str]:
             f"{'-' if r['policy'] == 'noop' else 'yes' if dist else 'no'} | "
             f"{count(f['context_tokens'])} | {pct(s.get('context_tokens'))} | {count(f['tokens_delivered'])} | "
             f"{pct(s.get('tokens_delivered'))} | {pct(f['hit_rate']).lstrip('+')} | {count(f['busts'])} | "
-            f"{count(f['bust_tokens'])} | {count(f['hints'])} | {count(f['dangling_refs'])} | {count(f['stale_refs'])} | "
-            f"{count(f['trimmed_reread'])} | {r['run_id']} |")
+            f"{r['run_id']} |")
     return md + ["", img, ""]
 
 
@@ -315,8 +313,8 @@ def risk(rows: list[dict]) -> list[str]:
           "and each policy's own (e.g. unseen_write_risk); the recommendation drops a run whose counter exceeds its "
           "limit.", "",
           "| policy | settings | TTL | variant | busts | rewritten tokens | dangling refs | stale refs |"
-          " trimmed, re-read | policy's own risk counters | mean hint distance (turns) |",
-          "|---|---|---|---|---|---|---|---|---|---|---|"]
+          " trimmed, re-read | policy's own risk counters | hints | mean hint distance (turns) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         f = r["figures"]
         if r["policy"] == "noop":
@@ -326,7 +324,7 @@ def risk(rows: list[dict]) -> list[str]:
                   f"{VARIANT_NAME.get(r['variant'], r['variant'])} | {count(f['busts'])} | {count(f['bust_tokens'])} | "
                   f"{count(f['dangling_refs'])} | {count(f['stale_refs'])} | {count(f['trimmed_reread'])} | "
                   f"{cell(', '.join(f'{k} {count(v)}' for k, v in sorted(own.items())) or '-')} | "
-                  f"{num(f['mean_hint_distance'], 1)} |")
+                  f"{count(f['hints'])} | {num(f['mean_hint_distance'], 1)} |")
     return md + [""]
 
 

@@ -1,13 +1,15 @@
 """Regenerate the figures the README and docs/replay-model.md state, on the shared corpus.
 
-    python bench/figures.py [--logs ../shared/logs] [--out /tmp/ctxreplay-figures]
+    python bench/figures.py [--logs ../shared/logs] [--out /tmp/ctxreplay-figures] [--report]
 
 For each of `claude-code/` and `entire-cli/`: ingest into a fresh DuckDB file, `validate`
 (calibrated, model-only, raw BPE: sessions within targets, corpus errors, request match; the
 naive predictors beside model only),
 then every registered policy at its source's defaults under both cache variants and the
 offline-optimal bounds, and print Markdown tables of the savings with their 95% intervals
-(`compare`). Everything goes through the CLI, exactly as a user would run it; the commands
+(`compare`). ``--report`` also writes each corpus's report (``OUT/report-CORPUS/index.html``):
+the plots on real logs, where one policy's loss is hundreds of times another's saving.
+Everything goes through the CLI, exactly as a user would run it; the commands
 are printed as they run. Takes a few minutes on two cores.
 """
 
@@ -94,6 +96,7 @@ def main() -> None:
     ap.add_argument("--logs", type=Path, default=ROOT.parent / "shared" / "logs")
     ap.add_argument("--out", type=Path, default=Path("/tmp/ctxreplay-figures"))
     ap.add_argument("--corpus", action="append", help="claude-code, entire-cli (default: both)")
+    ap.add_argument("--report", action="store_true", help="also write `ctxreplay report` to OUT/report-CORPUS/")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     key = a.out / "key"
@@ -108,6 +111,9 @@ def main() -> None:
         print(f"## {corpus}\n")
         fidelity(str(db))
         policies(str(db))
+        if a.report:
+            run("report", "--db", str(db), "--out", str(a.out / f"report-{corpus}"))
+            print(f"report: {a.out / f'report-{corpus}' / 'index.html'}\n")
 
 
 if __name__ == "__main__":

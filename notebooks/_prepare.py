@@ -14,11 +14,15 @@ Equivalent CLI (what a user would type)::
     ctxreplay sweep examples/devboy_capacity.toml --db out/notebooks.duckdb --dataset sample   # each sweep
 
 Run as a script to build the default database: ``python notebooks/_prepare.py [DB]``.
+
+``Needs`` tells a notebook pointed at another database which of the runs its sections read are
+there, and prints the command that creates each missing one instead of drawing an empty chart.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -93,6 +97,98 @@ def prepare(db_path: str | Path = DEFAULT_DB, *, quiet: bool = False) -> Path:
     os.replace(tmp, db)
     say(f"done: {db}")
     return db
+
+
+class Needs:
+    """The runs a notebook's sections read, checked against the runs stored in ``db``.
+
+    ``m`` is ``analysis.tables.with_baseline(tables.runs(con, dataset))``. Each check returns
+    whether its runs are there; when they are not it prints what the section would show and
+    the command that creates them, so a notebook on any database runs top to bottom."""
+
+    def __init__(self, db: str | Path, dataset: str, m):
+        self.db, self.dataset, self.m = Path(db), dataset, m
+
+    def _cmd(self, *args: str) -> str:
+        return shlex.join(["ctxreplay", *args, "--db", str(self.db), "--dataset", self.dataset])
+
+    def spec_path(self, spec_name: str) -> Path:
+        return find_root() / "examples" / spec_name
+
+    def sweep_id(self, spec_name: str) -> str:
+        from replay.experiments.sweep import load_spec, sweep_id
+
+        return sweep_id(load_spec(self.spec_path(spec_name)), self.dataset)
+
+    def sweep_runs(self, spec_name: str) -> int:
+        """Policy runs of the example sweep ``spec_name`` on this dataset (its baselines not counted)."""
+        if self.m.empty:
+            return 0
+        return int(((self.m["sweep_id"] == self.sweep_id(spec_name)) & (self.m["policy"] != "noop")).sum())
+
+    def policy_runs(self) -> int:
+        """Runs of a policy (not the no-op) that have a no-op baseline with the same cache settings."""
+        if self.m.empty:
+            return 0
+        return int(((self.m["policy"] != "noop") & self.m["cost_base"].notna()).sum())
+
+    def baseline(self, section: str = "") -> bool:
+        if not self.m.empty and (self.m["policy"] == "noop").any():
+            return True
+        self._missing(section or "every saving", "a no-op baseline run", self._cmd("replay", "--policy", "noop"))
+        return False
+
+    def policies(self, section: str = "") -> bool:
+        """At least one policy run against a baseline; else prints the commands that make one."""
+        if self.policy_runs():
+            return True
+        if self.baseline(section):
+            self._missing(section or "this section", "a policy run against the no-op baseline", self._pair("\n  "))
+        return False
+
+    def _pair(self, sep: str) -> str:
+        """A baseline and a policy run with the same (default) settings: the stored baselines may
+        be a sweep's, under other cache settings, and then measure nothing a plain replay makes."""
+        return (self._cmd("replay", "--policy", "noop") + sep + self._cmd("replay", "--policy", "devboy_lru")
+                + "   # or any policy of `ctxreplay policies`")
+
+    def defaults(self, lb, section: str = "") -> bool:
+        """``lb`` (``tables.defaults_leaderboard``) holds a policy at its source's defaults."""
+        if not lb.empty and (lb["policy"] != "noop").any():
+            return True
+        if self.policies(section):
+            self._missing(section or "this section", "a policy run at its source's defaults (sweep points do not count)",
+                          self._pair("\n  "))
+        return False
+
+    def sweep(self, spec_name: str, section: str = "") -> bool:
+        if self.sweep_runs(spec_name):
+            return True
+        self._missing(section or f"the {spec_name} section", f"the runs of the example sweep {spec_name}",
+                      self._cmd("sweep", str(self.spec_path(spec_name))))
+        return False
+
+    def summary(self, sweeps: tuple[str, ...] | list[str] = ()) -> None:
+        """One line per kind of run the notebook reads: how many are stored, or the command that creates them."""
+        n_base = 0 if self.m.empty else int((self.m["policy"] == "noop").sum())
+        lines = [f"no-op baselines: {n_base}" if n_base else
+                 f"no-op baselines: none; create one with: {self._cmd('replay', '--policy', 'noop')}"]
+        n = self.policy_runs()
+        lines.append(f"policy runs against a baseline: {n}" if n else
+                     "policy runs against a baseline: none; create one with: " + self._pair(" && "))
+        for spec in sweeps:
+            k = self.sweep_runs(spec)
+            lines.append(f"sweep {spec}: {k} runs" if k else
+                         f"sweep {spec}: not run; its sections are skipped. Create it with: "
+                         + self._cmd("sweep", str(self.spec_path(spec))))
+        print("Runs this notebook reads, on this database:\n  " + "\n  ".join(lines))
+        if not n or any(not self.sweep_runs(s) for s in sweeps):
+            print(f"(or build the sample database with all of them: python {find_root() / 'notebooks' / '_prepare.py'}"
+                  " NEW.duckdb, and set DB to it)")
+
+    @staticmethod
+    def _missing(section: str, what: str, cmd: str) -> None:
+        print(f"skipped {section}: it needs {what}, which this database does not hold. Create it with:\n  {cmd}")
 
 
 if __name__ == "__main__":

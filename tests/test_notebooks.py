@@ -130,3 +130,78 @@ def test_notebook_executes_on_a_database_without_policy_runs(name, noop_db):
     nb = _execute(name, noop_db)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors, f"{name}: {errors[0].ename}: {errors[0].evalue}"
+
+
+NEEDED_SWEEPS = {"policy_comparison": [],
+                 "cost_vs_cache_hit": ["devboy_capacity.toml", "clear_tool_uses_trigger_keep.toml", "supersede_trigger.toml"],
+                 "threshold_tuning": ["devboy_capacity.toml", "jp_min_bytes_lookback.toml",
+                                      "clear_tool_uses_trigger_keep.toml", "supersede_trigger.toml"]}
+
+
+def _cli(*args: str) -> None:
+    from click.testing import CliRunner
+
+    from replay.cli import main
+
+    r = CliRunner().invoke(main, list(args))
+    assert r.exit_code == 0, (args, r.output)
+
+
+@pytest.fixture(scope="module")
+def two_run_db(tmp_path_factory) -> Path:
+    """Issue 29's acceptance database: the sample with a no-op and a devboy_lru run, no example sweep."""
+    from replay.ingest.keys import load_or_create_master_key
+
+    d = tmp_path_factory.mktemp("notebooks-two-runs")
+    path, key = d / "two.duckdb", d / "key"
+    load_or_create_master_key(key)
+    _cli("ingest", str(ROOT / "datasets" / "sample" / "logs"), "--db", str(path), "--dataset", "sample", "-q",
+         "--key-file", str(key))
+    for policy in ("noop", "devboy_lru"):
+        _cli("replay", "--db", str(path), "--dataset", "sample", "--policy", policy)
+    return path
+
+
+def _texts(nb) -> tuple[str, str]:
+    """(printed text, text/plain of displayed values) of an executed notebook."""
+    outs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    printed = "".join(o.get("text", "") for o in outs if o.output_type == "stream")
+    shown = "\n".join(o["data"].get("text/plain", "") for o in outs if "data" in o)
+    return printed, shown
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_on_a_noop_and_a_devboy_run_names_the_missing_sweeps(name, two_run_db):
+    nb = _execute(name, two_run_db)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"{name}: {errors[0].ename}: {errors[0].evalue}"
+    printed, shown = _texts(nb)
+    assert "Runs this notebook reads, on this database:" in printed and "policy runs against a baseline: 2" in printed
+    for spec in NEEDED_SWEEPS[name]:  # each missing sweep: the command that creates it, ready to paste
+        cmd = f"ctxreplay sweep {ROOT / 'examples' / spec} --db {two_run_db} --dataset sample"
+        assert f"sweep {spec}: not run" in printed and cmd in printed, (spec, printed)
+    assert "Empty DataFrame" not in shown  # a skipped section prints why, it does not show an empty table
+    pngs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
+    if name != "threshold_tuning":  # the leaderboard and the price-ratio study need only the two runs
+        assert pngs, f"{name}: no PNG displayed"
+    if name == "policy_comparison":  # both runs have risk 0: a sentence instead of a one-column chart
+        assert "so a chart of cost saved against risk would be a single column of points" in printed
+
+
+def test_the_printed_command_creates_the_missing_run(noop_db, tmp_path):
+    """On a database with baselines only, the command the notebook prints makes the run it asked for."""
+    import shlex
+    import shutil
+
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(noop_db, db)
+    nb = _execute("policy_comparison", db)
+    printed, _ = _texts(nb)
+    line = next(x for x in printed.splitlines() if "policy runs against a baseline: none" in x)
+    cmds = line.split("create one with: ", 1)[1].split("   # or any policy")[0].split(" && ")
+    assert len(cmds) == 2  # the baseline too: the stored ones are the sweep's, under other cache settings
+    for cmd in map(shlex.split, cmds):
+        assert cmd[0] == "ctxreplay" and str(db) in cmd
+        _cli(*cmd[1:])
+    printed, _ = _texts(_execute("policy_comparison", db))
+    assert "policy runs against a baseline: none" not in printed and "skipped the leaderboard" not in printed

@@ -230,6 +230,9 @@ def test_report_renders_in_headless_chromium(demo):
             " answer_top: ans ? ans.getBoundingClientRect().top + window.scrollY : null,"
             " chart_top: imgs.length ? imgs[0].getBoundingClientRect().top + window.scrollY : null,"
             " first_alt: imgs.length ? imgs[0].alt : null,"
+            " page_w: document.documentElement.clientWidth, scroll_w: document.documentElement.scrollWidth,"
+            " too_wide: [...document.querySelectorAll('table, figure, p')].filter(e =>"
+            "   e.getBoundingClientRect().right > document.documentElement.clientWidth + 1).map(e => e.tagName),"
             " fidelity_top: fid ? fid.getBoundingClientRect().top + window.scrollY : null};")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / "report.png"
@@ -243,6 +246,8 @@ def test_report_renders_in_headless_chromium(demo):
     assert state["first_alt"].startswith("The best configurations") and state["chart_top"] < 1000, state
     assert state["fidelity_top"] > state["chart_top"], state
     assert state["text"] > 2000, "page is blank"
+    # the page fits its width: no table (the leaderboard had 20 columns) or figure runs past the right edge
+    assert state["scroll_w"] <= state["page_w"] and not state["too_wide"], state
     from PIL import Image
 
     im = Image.open(shot).convert("L")
@@ -254,3 +259,34 @@ def test_regenerate_line_names_the_real_database(demo):
     md = (demo / "report" / "report.md").read_text()
     line = next(x for x in md.splitlines() if "regenerate with" in x)
     assert f"`ctxreplay report --db {demo / 'demo.duckdb'} --dataset sample --out {demo / 'report'}`" in line
+
+
+def test_report_html_renders_the_markdown(demo):
+    """Emphasis, bold, code, lists and tables are HTML elements, not literal Markdown."""
+    import html as _html
+
+    page = (demo / "report" / "index.html").read_text()
+    md = (demo / "report" / "report.md").read_text()
+    assert "section *Offline-optimal bounds*" in md
+    assert "section <em>Offline-optimal bounds</em>" in page
+    assert "<strong>cost</strong>" in page and "<code>" in page and "<ul>" in page
+    text = _html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r'src="data:[^"]*"', "", page)))
+    assert not re.findall(r"\*[^\s*][^*\n]*[^\s*]\*", text), "literal *emphasis* in the HTML"
+    assert "**" not in text and "|---" not in text
+    assert page.count('<div class="table"><table>') == page.count("<table>") >= 5
+
+
+def test_html_renders_markdown_and_escapes_raw_html(tmp_path):
+    from analysis.report import _html
+
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "a.png").write_bytes(b"\x89PNG fake")
+    md = ["# Title <script>", "", "See *this* and **that** with `x|y`.", "", "- one *item*", "- two", "",
+          "| a | b |", "|---|---|", "| 1 | *2* |", "", "![A caption](img/a.png)", ""]
+    page = _html(md, [], tmp_path, "ds")
+    assert "<h1>Title &lt;script&gt;</h1>" in page and "<script>" not in page
+    assert "<em>this</em>" in page and "<strong>that</strong>" in page and "<code>x|y</code>" in page
+    assert "<ul>\n<li>one <em>item</em></li>" in page
+    assert '<div class="table"><table>' in page and "<td><em>2</em></td>" in page
+    assert '<figcaption>A caption</figcaption>' in page and "data:image/png;base64," in page
+    assert "img/a.png" not in page
