@@ -47,6 +47,7 @@ def print_runs(rows: list[dict], settings, wide: bool = False) -> None:
                   title="Savings vs the no-op baseline (--wide: TTL, intervals of every figure, delivered tokens)")
         _figure_columns(t, 3)
     t.columns[0].no_wrap = True
+    t.columns[1].overflow = "fold"
     risk = Table("run", "policy", "variant", "hit rate", "busts", "hints", "dangling", "stale", "re-read",
                  title="Cache and risk")
     _figure_columns(risk, 3)

@@ -221,6 +221,8 @@ def _print_resolved(rows: list[dict], found: dict, root: Path) -> None:
     t = Table("session", "project", "folder", "file (under the folder given)",
               title=f"Sessions resolved under {esc(root)}")
     t.columns[0].no_wrap = True
+    for c in t.columns[1:]:
+        c.overflow = "fold"  # a path cut short with an ellipsis could not be opened
     base = root.resolve()
     for r in rows:
         if r["file"]:
