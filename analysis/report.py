@@ -245,6 +245,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
            f"- cache model of the baseline: `{json.dumps(fid['cache_config'])}`",
            f"- intervals: paired percentile bootstrap over sessions, {iv.N_RESAMPLES:,} resamples, seed {iv.SEED}, "
            "95% (`analysis/intervals.py`)",
+           "- what each figure means (delivered tokens, saving, interval, within targets, ...): `docs/figures.md`",
            f"- runs: {len(rows)} ({', '.join(sorted({r['policy'] for r in rows}))}); regenerate with "
            f"`ctxreplay report --db {db} --dataset {dataset} --out {out_dir}`"
            + (" and the slice options below" if slice else ""), ""]
