@@ -232,7 +232,8 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     md += ["## Tool results by tool", "", "| tool | kind | results | tokens | byte-identical repeats | repeat tokens |",
            "|---|---|---|---|---|---|"]
     for r in tb.head(15).itertuples(index=False):
-        md.append(f"| {r.tool} | {r.kind} | {r.results} | {_num(r.tokens)} | {r.repeats} | {_num(r.repeat_tokens)} |")
+        md.append(f"| {r.tool} | {r.kind} | {int(r.results):,} | {_num(r.tokens)} | {int(r.repeats):,} | "
+                  f"{_num(r.repeat_tokens)} |")
     md += ["", _img_md("tools", figures), ""]
     md += sections.breaks(brk, _img_md("breaks", figures))
     md += sections.risk(rows)

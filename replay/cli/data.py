@@ -132,7 +132,8 @@ def datasets(db: Path, as_json: bool) -> None:
         return
     t = Table("dataset", "sessions", "requests", "blocks", "file versions", "token counter", "created")
     for r in rows:
-        t.add_row(esc(r["name"]), str(r["sessions"]), str(r["requests"]), str(r["blocks"]), str(r["file_versions"]),
+        t.add_row(esc(r["name"]), count(r["sessions"]), count(r["requests"]), count(r["blocks"]),
+                  count(r["file_versions"]),
                   esc(r["token_counter"]), r["created_at"].strftime("%Y-%m-%d %H:%M"))
     print_table(t)
 
