@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -198,11 +197,9 @@ def test_skipped_lines_are_named_by_the_path_given_not_the_symlink_target(tmp_pa
     assert str(real / "s.jsonl") not in text
 
 
-def test_validate_says_where_it_wrote_the_plot(tmp_path):
-    d = tmp_path / "v.duckdb"
-    ingest([SAMPLE], d, dataset="sample")
-    text = run("validate", "--db", d)
-    png = tmp_path / "validate-sample.png"
+def test_validate_says_where_it_wrote_the_plot(db):
+    text = run("validate", "--db", db)
+    png = db.parent / "validate-sample.png"
     assert png.is_file() and f"wrote the plot of simulated vs recorded cache reads to {png}" in text
 
 
