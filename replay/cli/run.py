@@ -13,7 +13,7 @@ from replay.cli.common import (
     format_option, json_option, make_options, max_risk_option, objective_option, open_db, out, pick_dataset,
     print_table, slice_options
 )
-from replay.cli.fmt import count, money
+from replay.cli.fmt import count, fit, money, wide_option
 
 SPEC_DATASET_HELP = "Dataset [default: the spec's, or the only one]."
 
@@ -265,9 +265,10 @@ def _pairs(policy: str, params: dict) -> str:
 @click.command(name="runs")
 @DB_OPTION
 @dataset_option()
+@wide_option
 @json_option()
 @format_option
-def runs_cmd(db, dataset, as_json):
+def runs_cmd(db, dataset, wide, as_json):
     """List runs with their status (running, finished, failed, interrupted) and the parameters
     that differ from the policy's defaults (--json: all of them)."""
     from replay.experiments import runs
@@ -278,12 +279,18 @@ def runs_cmd(db, dataset, as_json):
     if as_json:
         echo_json(rows)
         return
-    t = Table("run", "policy", "settings (vs defaults)", "dataset", "status", "sessions", "started", "git")
+    more = ("git",) if wide else ()
+    t = Table("run", "policy", "settings (vs defaults)", "status", "sessions", "started", *more,
+              title=f"Runs of {esc(dataset)}" + ("" if wide else " (--wide: git commit)"))
+    for c in t.columns:
+        c.no_wrap = True
+    t.columns[2].no_wrap, t.columns[2].overflow = False, "fold"  # settings wrap; ids and figures do not
+    t.columns[4].justify = "right"
     for r in rows:
-        t.add_row(esc(r["run_id"]), esc(r["policy"]), esc(_pairs(r["policy"], r["params"])), esc(r["dataset"]),
-                  esc(r["status"]), count(r["n_sessions"]), r["started_at"].strftime("%Y-%m-%d %H:%M:%S"),
-                  esc((r["git_sha"] or "")[:10]))
-    print_table(t)
+        t.add_row(esc(r["run_id"]), esc(r["policy"]), esc(_pairs(r["policy"], r["params"])), esc(r["status"]),
+                  count(r["n_sessions"]), r["started_at"].strftime("%Y-%m-%d %H:%M"),
+                  *((esc((r["git_sha"] or "")[:10]),) if wide else ()))
+    print_table(fit(t, wide))
 
 
 @click.command()
