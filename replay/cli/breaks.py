@@ -11,7 +11,7 @@ from replay.cli.common import (
     DB_OPTION, dataset_option, echo_json, esc, fail_on, format_option, json_option, open_db, out, pick_dataset,
     print_table
 )
-from replay.cli.fmt import amount, count, duration, money
+from replay.cli.fmt import amount, count, duration, fit, money
 
 DEFAULT_LIMIT = 20
 
@@ -87,30 +87,34 @@ def _print(rows: list[dict], shown: list[dict], summary: dict, n: int) -> None:
         return
     title = ("Cache breaks, costliest first" + (f" (the {len(shown)} costliest of {count(len(rows))})"
                                                 if len(shown) < len(rows) else ""))
-    t = Table("session", "stream", "request", "time (UTC)", "idle", "cause", "p (block kind)", "re-billed tokens",
-              "$", title=title)
-    for c in t.columns[1:3] + t.columns[4:5] + t.columns[7:]:
+    t = Table("session", "request", "time (UTC)", "idle", "cause", "p (block kind)", "re-billed", "$",
+              title=title + "; request: stream:index, re-billed: tokens")
+    for c in t.columns:
+        c.no_wrap = True  # ids, times and figures stay whole; only the cause and the block kind wrap
+    for c in t.columns[4:6]:
+        c.no_wrap, c.overflow = False, "fold"
+    for c in (t.columns[1], t.columns[3], *t.columns[6:]):
         c.justify = "right"
     # the costliest first, as the title says; ties keep request order (sorted is stable)
     for r in sorted(shown, key=lambda r: -r["cost"]):
         where = f"{r['p']} ({r['p_kind'] or 'end'})"
-        t.add_row(esc(r["session"][:12]), str(r["stream"]), str(r["request"]),
-                  esc((r["time"] or "-").replace("T", " ").rstrip("Z")), duration(r["idle_s"]), esc(r["cause_label"]),
-                  esc(where), count(r["tokens"]), amount(r["cost"]))
-    print_table(t)
+        t.add_row(esc(r["session"][:12]), f"{r['stream']}:{r['request']}",
+                  esc((r["time"] or "-").replace("T", " ").rstrip("Z")[:16]), duration(r["idle_s"]),
+                  esc(r["cause_label"]), esc(where), count(r["tokens"]), amount(r["cost"]))
+    print_table(fit(t))
     s = Table("session", "agent", "breaks", "re-billed tokens", "$", "main cause",
               title=f"Breaks per session (the {min(n, len(summary['top_sessions']))} costliest)")
     for x in summary["top_sessions"][:n]:
         s.add_row(esc(x["session"][:12]), esc(x["agent"] or "-"), count(x["breaks"]), count(x["tokens"]),
                   amount(x["cost"]), esc(BY_NAME[x["main_cause"]].label))
-    print_table(s)
+    print_table(fit(s))
     c = Table("cause", "evidence", "breaks", "re-billed tokens", "$", "share of tokens",
               title="Breaks by cause, most re-billed tokens first")
     for b in sorted(summary["by_cause"], key=lambda b: -b["tokens"]):
         if b["count"]:
             c.add_row(esc(b["label"]), b["evidence"], count(b["count"]), count(b["tokens"]), amount(b["cost"]),
                       _pct(b["share"]))
-    print_table(c)
+    print_table(fit(c))
     out.print(f"{summary['breaks']:,} breaks in {summary['sessions_with_breaks']:,} session(s) "
               f"({summary['requests']:,} requests with usage) re-billed {summary['tokens']:,} tokens "
               f"({money(summary['cost'])}); a cause other than unexplained names {_pct(summary['named_share'])} of "
