@@ -239,7 +239,8 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     md += ["## Tool results by tool", "", "| tool | kind | results | tokens | byte-identical repeats | repeat tokens |",
            "|---|---|---|---|---|---|"]
     for r in tb.head(15).itertuples(index=False):
-        md.append(f"| {r.tool} | {r.kind} | {r.results} | {_num(r.tokens)} | {r.repeats} | {_num(r.repeat_tokens)} |")
+        md.append(f"| {r.tool} | {r.kind} | {int(r.results):,} | {_num(r.tokens)} | {int(r.repeats):,} | "
+                  f"{_num(r.repeat_tokens)} |")
     md += ["", _img_md("tools", figures), ""]
     md += sections.breaks(brk, _img_md("breaks", figures))
     md += sections.risk(rows)
@@ -253,6 +254,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
            f"- cache model of the baseline: `{json.dumps(fid['cache_config'])}`",
            f"- intervals: paired percentile bootstrap over sessions, {iv.N_RESAMPLES:,} resamples, seed {iv.SEED}, "
            "95% (`analysis/intervals.py`)",
+           "- what each figure means (delivered tokens, saving, interval, within targets, ...): `docs/figures.md`",
            f"- runs: {len(rows)} ({', '.join(sorted({r['policy'] for r in rows}))}); regenerate with "
            f"`ctxreplay report --db {db} --dataset {dataset} --out {out_dir}`"
            + (" and the slice options below" if slice else ""), ""]

@@ -55,3 +55,10 @@ def shared_dataset(tmp_path_factory, sub: str):
         return load_dataset(con, "default")
     finally:
         con.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch):
+    """Tables piped to a file follow $COLUMNS (replay/cli/fmt.table_width): a narrow terminal's
+    exported width must not wrap the cells the tests read. A test that wants it sets it."""
+    monkeypatch.delenv("COLUMNS", raising=False)

@@ -223,7 +223,7 @@ def test_cli_scenario_pick_text_format_and_errors(sample_db):
     assert "error: unknown scenario 'keepalive'; did you mean" in r.output
     r = CliRunner().invoke(main, ["whatif", "--db", str(sample_db), "--scenario", "ttl_1h", "--format", "csv"])
     assert r.exit_code == 0, r.output
-    assert r.stdout.splitlines()[0].startswith("scenario,variant,cost $")
+    assert r.stdout.splitlines()[0].startswith("scenario,cost $,saved,95% interval")
     r = CliRunner().invoke(main, ["whatif", "--db", str(sample_db), "--since", "2099-01-01"])
     assert r.exit_code == 1 and "error:" in r.output
     r = CliRunner().invoke(main, ["whatif", "--list", "--json"])

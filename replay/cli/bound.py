@@ -9,6 +9,7 @@ from replay.cli.common import (
     DB_OPTION, cache_options, dataset_option, echo_json, esc, fail_on, format_option, json_option, make_options,
     open_db, out, pick_dataset, print_table
 )
+from replay.cli.fmt import count, money
 
 VARIANT_EVICTIONS = {"calibrated": "log", "model-only": "none"}
 COMPARE_WITH = ("devboy_lru", "jp_resource_dedup", "read_range_dedup", "supersede", "cupel_dedup")
@@ -61,15 +62,17 @@ def bound(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_
         echo_json({"dataset": dataset, "sessions": len(ds.sessions), "requests": ds.n_requests, "variants": got})
         return
     for v, r in got.items():
-        t = Table("", "cost saved", "context tokens saved", "delivered tokens saved", "busts", "run",
+        t = Table("", "cost saved", "context tokens saved", "delivered saved", "busts", "run",
                   title=f"Offline-optimal bounds vs the no-op baseline ({v.replace('_', '-')}; baseline "
-                        f"${r['baseline']['cost']:,.2f}, {r['baseline']['context_tokens']:,.0f} context tokens)")
+                        f"{money(r['baseline']['cost'])}, {count(r['baseline']['context_tokens'])} context tokens)")
+        for c in t.columns[1:5]:
+            c.justify = "right"
         rows = [(k, x, x.get("run_id") or "-") for k, x in r["bounds"].items()]
         rows += [(f"{k} (achievable)", x, "not stored") for k, x in r.get("schedules", {}).items()]
         rows += [(f"{k} (defaults)", x, "not stored") for k, x in r["policies"].items()]
         for name, x, rid in rows:
             t.add_row(esc(name), _cell(x["cost"], "$"), _cell(x["context_tokens"]), _cell(x["tokens_delivered"]),
-                      f"{x['busts']:,.0f}", esc(rid))
+                      count(x["busts"]), esc(rid))
         print_table(t)
         f = r.get("schedules", {}).get("retro_flush")
         if f:
@@ -79,8 +82,9 @@ def bound(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_
 
 
 def _cell(x: dict, unit: str = "") -> str:
+    """`+$3.58 (+18.392%)`, `−$15.47 (-79.394%)`, `4,106,706 (+16.601%)`: the saving, then its share."""
     pct = "-" if x["saved_pct"] is None else f"{x['saved_pct']:+.3f}%"
-    return f"{unit}{x['saved']:,.2f} ({pct})" if unit else f"{x['saved']:,.0f} ({pct})"
+    return f"{money(x['saved'], sign=True)} ({pct})" if unit else f"{count(x['saved'])} ({pct})"
 
 
 COMMANDS = [bound]

@@ -12,6 +12,7 @@ from replay.cli.common import (
     DB_OPTION, dataset_option, echo_json, esc, fail_on, format_option, json_option, open_db, out, pick_dataset,
     print_table
 )
+from replay.cli.fmt import amount, count, duration, fit, money
 
 DEFAULT_LIMIT = 20
 
@@ -23,7 +24,7 @@ DEFAULT_LIMIT = 20
 @click.option("--session", "session", metavar="KEY", default=None,
               help="Only the sessions whose key starts with KEY (`ctxreplay sessions` lists the keys).")
 @click.option("--limit", type=click.IntRange(min=0), default=None,
-              help=f"List at most N breaks (the costliest, shown in request order) and N sessions "
+              help=f"List at most N breaks and N sessions, the costliest first (--json: in request order) "
                    f"[default: {DEFAULT_LIMIT} in text, every break in --json]; the summary always covers all.")
 @click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/cache_write_1h/cache_read/output "
@@ -86,31 +87,39 @@ def _print(rows: list[dict], shown: list[dict], summary: dict, n: int) -> None:
         out.print(f"no cache breaks in {summary['requests']:,} requests with usage"
                   + _skipped(summary))
         return
-    title = "Cache breaks" + (f" (the {len(shown)} costliest of {len(rows)})" if len(shown) < len(rows) else "")
-    t = Table("session", "stream", "request", "time (UTC)", "idle", "cause", "p (block kind)", "re-billed tokens",
-              "$", title=title)
-    for r in shown:
-        idle = "-" if r["idle_s"] is None else f"{r['idle_s']:,.0f} s"
+    title = ("Cache breaks, costliest first" + (f" (the {len(shown)} costliest of {count(len(rows))})"
+                                                if len(shown) < len(rows) else ""))
+    t = Table("session", "request", "time (UTC)", "idle", "cause", "p (block kind)", "re-billed", "$",
+              title=title + "; request: stream:index, re-billed: tokens")
+    for c in t.columns:
+        c.no_wrap = True  # ids, times and figures stay whole; only the cause and the block kind wrap
+    for c in t.columns[4:6]:
+        c.no_wrap, c.overflow = False, "fold"
+    for c in (t.columns[1], t.columns[3], *t.columns[6:]):
+        c.justify = "right"
+    # the costliest first, as the title says; ties keep request order (sorted is stable)
+    for r in sorted(shown, key=lambda r: -r["cost"]):
         where = f"{r['p']} ({r['p_kind'] or 'end'})"
-        t.add_row(esc(r["session"][:12]), str(r["stream"]), str(r["request"]),
-                  esc((r["time"] or "-").replace("T", " ").rstrip("Z")), idle, esc(r["cause_label"]), esc(where),
-                  f"{r['tokens']:,}", f"{r['cost']:,.2f}")
-    print_table(t)
+        t.add_row(esc(r["session"][:12]), f"{r['stream']}:{r['request']}",
+                  esc((r["time"] or "-").replace("T", " ").rstrip("Z")[:16]), duration(r["idle_s"]),
+                  esc(r["cause_label"]), esc(where), count(r["tokens"]), amount(r["cost"]))
+    print_table(fit(t))
     s = Table("session", "agent", "breaks", "re-billed tokens", "$", "main cause",
               title=f"Breaks per session (the {min(n, len(summary['top_sessions']))} costliest)")
     for x in summary["top_sessions"][:n]:
-        s.add_row(esc(x["session"][:12]), esc(x["agent"] or "-"), str(x["breaks"]), f"{x['tokens']:,}",
-                  f"{x['cost']:,.2f}", esc(BY_NAME[x["main_cause"]].label))
-    print_table(s)
-    c = Table("cause", "evidence", "breaks", "re-billed tokens", "$", "share of tokens", title="Breaks by cause")
+        s.add_row(esc(x["session"][:12]), esc(x["agent"] or "-"), count(x["breaks"]), count(x["tokens"]),
+                  amount(x["cost"]), esc(BY_NAME[x["main_cause"]].label))
+    print_table(fit(s))
+    c = Table("cause", "evidence", "breaks", "re-billed tokens", "$", "share of tokens",
+              title="Breaks by cause, most re-billed tokens first")
     for b in sorted(summary["by_cause"], key=lambda b: -b["tokens"]):
         if b["count"]:
-            c.add_row(esc(b["label"]), b["evidence"], str(b["count"]), f"{b['tokens']:,}", f"{b['cost']:,.2f}",
+            c.add_row(esc(b["label"]), b["evidence"], count(b["count"]), count(b["tokens"]), amount(b["cost"]),
                       _pct(b["share"]))
-    print_table(c)
+    print_table(fit(c))
     out.print(f"{summary['breaks']:,} breaks in {summary['sessions_with_breaks']:,} session(s) "
               f"({summary['requests']:,} requests with usage) re-billed {summary['tokens']:,} tokens "
-              f"(${summary['cost']:,.2f}); a cause other than unexplained names {_pct(summary['named_share'])} of "
+              f"({money(summary['cost'])}); a cause other than unexplained names {_pct(summary['named_share'])} of "
               f"them ({_pct(summary['named_share_without_first_message'])} without first_message_rewritten, "
               f"{_pct(summary['named_share_direct'])} without any inferred cause)"
               + _skipped(summary))

@@ -354,7 +354,9 @@ def print_table(t) -> None:
     elif out.is_terminal:
         out.print(t)
     else:
-        Console(soft_wrap=True, width=PIPE_WIDTH).print(t)
+        from replay.cli.fmt import table_width
+
+        Console(soft_wrap=True, width=table_width()).print(t)
 
 
 def fmt_ts(ms: int | None) -> str:

@@ -13,6 +13,7 @@ from replay.cli.common import (
     DB_OPTION, QUIET_OPTION, byte_progress, clean, dataset_option, echo_json, esc, fail_on, fmt_ts, format_option,
     json_option, key_file_option, open_db, out, out_dir_option, pick_dataset, print_table, warn
 )
+from replay.cli.fmt import count, fit, wide_option
 from replay.cli.usage import filter_options
 
 
@@ -132,7 +133,8 @@ def datasets(db: Path, as_json: bool) -> None:
         return
     t = Table("dataset", "sessions", "requests", "blocks", "file versions", "token counter", "created")
     for r in rows:
-        t.add_row(esc(r["name"]), str(r["sessions"]), str(r["requests"]), str(r["blocks"]), str(r["file_versions"]),
+        t.add_row(esc(r["name"]), count(r["sessions"]), count(r["requests"]), count(r["blocks"]),
+                  count(r["file_versions"]),
                   esc(r["token_counter"]), r["created_at"].strftime("%Y-%m-%d %H:%M"))
     print_table(t)
 
@@ -142,16 +144,25 @@ def datasets(db: Path, as_json: bool) -> None:
 @auto_ingest_option
 @dataset_option()
 @filter_options
-@json_option("Print strict JSON: one object per session, with its recorded usage and cost.")
+@click.option("--resolve", "resolve_dir", metavar="DIR", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="Map each session key and project pseudonym back to its log file and folder under "
+              "DIR, by recomputing the keyed hashes of the files there with your key (--key-file).")
+@wide_option
+@json_option("Print strict JSON: one object per session, with its recorded usage and cost (with --resolve, its "
+             "`file` and `project_path`).")
 @format_option
 def sessions(db: Path, dataset: str | None, since, until, projects, models, agents, tz_name, key_file, prices_file,
-             price_date, as_json: bool) -> None:
+             price_date, resolve_dir, wide, as_json: bool) -> None:
     """List the sessions of a dataset (one row per session) with their recorded cost.
 
     cost $ is what the log records, priced per response with its model's rates as `ctxreplay
     usage` does (`+`: part of it has no price; `?`: none). With filters (--since, --until,
     --project, --model, --agent), only sessions with a matching response are listed and their
     tokens and cost cover those responses only.
+
+    Session keys and projects are pseudonyms: --resolve DIR finds, among the log files under
+    DIR, the one each session was read from (the database keeps only a keyed hash of its path)
+    and the folder its project pseudonym stands for. Only the key that ingested them can do it.
     """
     from replay import store
     from replay.cli.usage import make_filters, money, price_table, recorded_usage
@@ -170,24 +181,63 @@ def sessions(db: Path, dataset: str | None, since, until, projects, models, agen
                      "cost_complete": u["cost_complete"] if u else True, "usage": None if u is None else {
             k: u[k] for k in ("requests", "input", "cache_write_5m", "cache_write_1h", "cache_read", "output",
                               "total_tokens", "cost", "cost_complete", "unpriced_models", "requests_without_usage")}})
+    found = _resolve(con, dataset, key_file, resolve_dir, rows) if resolve_dir else None
     if as_json:
         echo_json(rows)
         return
-    t = Table("session", "agent", "models", "streams", "requests", "blocks", "compactions", "block tokens",
-              "started", "cost $", title=f"Sessions of {esc(dataset)}")
+    extra = ("streams", "blocks", "compactions") if wide else ()
+    t = Table("session", "agent", "models", *extra, "requests", "block tokens", "started", "cost $",
+              title=f"Sessions of {esc(dataset)}" + ("" if wide else " (--wide: streams, blocks, compactions)"))
     for c in t.columns[3:]:
-        c.justify = "right"
+        c.justify, c.no_wrap = "right", True
+    t.columns[0].no_wrap = True
     total = 0.0
     for r in rows:
         u = r["usage"]
         total += u["cost"] if u else 0.0
-        t.add_row(esc(r["session_key"]), esc(r["agent"]), esc(r["models"] or "-"), str(r["n_streams"]),
-                  str(r["n_requests"]), str(r["n_blocks"]), str(r["n_compactions"]), f"{r['block_tokens']:,}",
-                  fmt_ts(r["started_at"]), money(u) if u else "0.00")
+        more = (count(r["n_streams"]), count(r["n_blocks"]), count(r["n_compactions"])) if wide else ()
+        t.add_row(esc(r["session_key"]), esc(r["agent"]), esc((r["models"] or "-").replace(",", ", ")), *more,
+                  count(r["n_requests"]), count(r["block_tokens"]), fmt_ts(r["started_at"]), money(u) if u else "0.00")
     incomplete = any(r["usage"] and not r["usage"]["cost_complete"] for r in rows)
     t.add_section()
-    t.add_row(f"{len(rows)} sessions", *[""] * 8, f"{total:,.2f}" + ("+" if incomplete else ""), style="bold")
-    print_table(t)
+    t.add_row(f"{len(rows)} sessions", *[""] * (len(t.columns) - 2), f"{total:,.2f}" + ("+" if incomplete else ""),
+              style="bold")
+    print_table(fit(t, wide))
+    if found is not None:
+        _print_resolved(rows, found, resolve_dir)
+
+
+def _resolve(con, dataset: str, key_file: Path | None, root: Path, rows: list[dict]) -> dict:
+    """Give each row its `file` and `project_path` under ``root`` (None when not found there)."""
+    from replay.ingest.keys import open_master_key
+    from replay.store.resolve import resolve
+
+    with fail_on(ValueError, OSError):
+        found = resolve(con, dataset, open_master_key(key_file, warn=warn), root)
+    for r in rows:
+        hit = found["sessions"].get(r["session_key"], {})
+        r["file"], r["project_path"] = hit.get("file"), hit.get("project_path")
+    return found
+
+
+def _print_resolved(rows: list[dict], found: dict, root: Path) -> None:
+    t = Table("session", "project", "folder", "file (under the folder given)",
+              title=f"Sessions resolved under {esc(root)}")
+    t.columns[0].no_wrap = True
+    for c in t.columns[1:]:
+        c.overflow = "fold"  # a path cut short with an ellipsis could not be opened
+    base = root.resolve()
+    for r in rows:
+        if r["file"]:
+            f = Path(r["file"])
+            shown = f.relative_to(base) if f.is_relative_to(base) else f
+            t.add_row(esc(r["session_key"]), esc(r["project"] or "-"), esc(r["project_path"] or "-"), esc(shown))
+    missing = sum(1 for r in rows if not r["file"])
+    if len(t.rows):
+        print_table(fit(t))
+    out.print(f"{len(rows) - missing} of {len(rows)} session(s) found among {found['files_scanned']:,} log file(s) "
+              f"under {esc(root)}" + (f"; {missing} not there (read from elsewhere, or ingested with another key)"
+                                      if missing else ""))
 
 
 @click.command()

@@ -117,8 +117,9 @@ def _print_validation(pub: dict, plot_path: Path) -> None:
     print_table(f)
     _print_skill(pub)
     out.print(f"  recorded cost ${o['recorded']['cost']:,.2f}, simulated ${o['simulated']['cost']:,.2f}; "
-              f"{o['requests_with_residual']} of {o['requests']} requests carry a residual"
-              + (f"; plot: {esc(plot_path)}" if plot_path else ""))
+              f"{o['requests_with_residual']:,} of {o['requests']:,} requests carry a residual")
+    if plot_path:
+        out.print(f"wrote the plot of simulated vs recorded cache reads to {esc(plot_path)} (--plot PATH to choose)")
 
 
 def _print_skill(pub: dict) -> None:

@@ -19,8 +19,11 @@ from replay.cli.privacy import anonymize
 
 __all__ = ["main", "sample_logs_dir"]
 
+FIGURES_LINE = ("What every figure means (delivered tokens, cost, cache read/write, breaks, bound, saving, interval, "
+                "within targets, matched requests, ...): docs/figures.md.")
 
-@click.group(cls=CleanGroup, context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)
+
+@click.group(cls=CleanGroup, context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES + "\n\n" + FIGURES_LINE)
 @click.version_option(__version__, prog_name="ctxreplay")
 def main() -> None:
     """Replay coding-agent logs through context dedup/trimming policies and price them

@@ -12,6 +12,7 @@ from replay.cli.common import (
     DB_OPTION, dataset_option, err, esc, fail, fail_on, format_option, json_option, max_risk_option,
     objective_option, open_db, out, out_dir_option, pick_dataset, print_table, slice_options
 )
+from replay.cli.fmt import money, wide_option
 from replay.cli.usage import filter_options
 
 
@@ -46,10 +47,11 @@ def _sort_key(by: str):
               help="Run the missing no-op baselines first (one `replay --policy noop` per cache setting that has "
               "runs but no baseline), so every saving can be measured.")
 @slice_options
+@wide_option
 @json_option("Print strict JSON (one object per run; no NaN: missing values are null).")
 @format_option
 def compare(db, dataset, policies, sort, limit, run_baselines, since, until, projects, models, agents, tz_name,
-            key_file, as_json):
+            key_file, wide, as_json):
     """Compare finished runs: tokens, cost, cache hit rate, busts and risk figures, with
     savings vs the no-op baseline run of the same dataset and cache settings, the baseline's
     own fidelity against the recorded bill, and each configuration's saving under both
@@ -101,8 +103,10 @@ def compare(db, dataset, policies, sort, limit, run_baselines, since, until, pro
     if not shown:
         out.print(f"no finished runs of {esc(', '.join(policies))} ({len(rows)} runs of other policies)")
         return
-    _print_runs(shown)
-    _print_variants(shown)
+    from replay.cli.compare_view import print_runs, print_variants
+
+    print_runs(shown, _sliced_settings, wide)
+    print_variants(shown, _sliced_settings, wide)
     if len(shown) < len(rows):
         out.print(f"{len(shown)} of {len(rows)} runs shown")
     seen = set()
@@ -111,8 +115,8 @@ def compare(db, dataset, policies, sort, limit, run_baselines, since, until, pro
         if fid and r["baseline_run"] not in seen and fid["cost_rel_error"] is not None:
             seen.add(r["baseline_run"])
             out.print(f"baseline {esc(r['baseline_run'])} ({esc(r['dataset'])}, {r['variant'].replace('_', '-')}, "
-                      f"TTL {esc(r['cache_config'].get('ttl'))}): simulated ${fid['baseline_cost']:,.2f} vs recorded "
-                      f"${fid['recorded_cost']:,.2f} ({fid['cost_rel_error']:+.2%})")
+                      f"TTL {esc(r['cache_config'].get('ttl'))}): simulated {money(fid['baseline_cost'])} vs recorded "
+                      f"{money(fid['recorded_cost'])} ({fid['cost_rel_error']:+.2%})")
     old = [r["run_id"] for r in shown if r.get("before_latest_ingest")]
     if old:
         out.print(f"[yellow]{len(old)} run(s) ({esc(', '.join(old[:4]))}{', ...' if len(old) > 4 else ''}) were stored "
@@ -242,18 +246,6 @@ def _run_missing_baselines(con, db: Path, dataset: str, rows: list[dict], quiet:
             err.print(f"ran no-op baseline {esc(run_id)} ({esc(json.dumps(cfg))})")
 
 
-def _saving(r: dict, f: str) -> str:
-    """'+8.23% [+4.93, +11.09]' with ' n.d.' when not distinguishable; '-' without a baseline."""
-    p = (r.get("saved_pct") or {}).get(f)
-    if p is None:
-        return "-"
-    i = (r.get("interval") or {}).get(f)
-    text = f"{p:+.2%}" + (f" [{100 * i['low']:+.2f}, {100 * i['high']:+.2f}]" if i else "")
-    if r["policy"] != "noop" and not (r.get("distinguishable") or {}).get(f):
-        text += " n.d."
-    return text
-
-
 def _settings(r: dict) -> str:
     from analysis.tables import non_default, show_value
 
@@ -265,47 +257,6 @@ def _sliced_settings(r: dict) -> str:
     """The settings, then the run's dataset slice if it has one (`defaults; slice --since 2026-02-03`)."""
     slc = r["cache_config"].get("slice")
     return _settings(r) + (f"; slice {slice_text(slc)}" if slc else "")
-
-
-_print_table = print_table
-
-
-def _print_runs(rows: list[dict]) -> None:
-    t = Table("run", "policy", "settings", "TTL", "variant", "cost $", "cost saved [95%]", "context saved [95%]",
-              "delivered saved [95%]", title="Savings vs the no-op baseline")
-    risk = Table("run", "policy", "variant", "hit rate", "busts", "hints", "dangling", "stale", "re-read",
-                 title="Cache and risk")
-    for r in rows:
-        f = r["figures"]
-        variant = r["variant"].replace("_", "-")
-        t.add_row(esc(r["run_id"]), esc(r["policy"]), esc(_sliced_settings(r)), esc(r["cache_config"].get("ttl")), variant,
-                  f"{f['cost']:,.2f}", *(esc(_saving(r, k)) for k in ("cost", "context_tokens", "tokens_delivered")))
-        risk.add_row(esc(r["run_id"]), esc(r["policy"]), variant,
-                     "-" if f["hit_rate"] is None else f"{f['hit_rate']:.1%}", f"{f['busts']:.0f}", f"{f['hints']:.0f}",
-                     f"{f['dangling_refs']:.0f}", f"{f['stale_refs']:.0f}", f"{f['trimmed_reread']:.0f}")
-    _print_table(t)
-    _print_table(risk)
-
-
-def _print_variants(rows: list[dict]) -> None:
-    """One line per configuration run under both variants: how much of the saving rests on calibration."""
-    t = Table("policy", "settings", "TTL", "calibrated: cost saved [95%]", "model-only: cost saved [95%]",
-              "calibrated - model-only", title="Cost saved under both cache-model variants")
-    seen = set()
-    for r in rows:
-        v = r.get("variants") or {}
-        if r["policy"] == "noop" or not {"calibrated", "model_only"} <= set(v):
-            continue
-        key = (v["calibrated"]["run_id"], v["model_only"]["run_id"])
-        if key in seen:
-            continue
-        seen.add(key)
-        gap = (r.get("calibrated_minus_model_only") or {}).get("cost")
-        cells = [esc(_saving({"policy": r["policy"], **v[name]}, "cost")) for name in ("calibrated", "model_only")]
-        t.add_row(esc(r["policy"]), esc(_sliced_settings(r)), esc(r["cache_config"].get("ttl")), *cells,
-                  "-" if gap is None else f"{100 * gap:+.2f} points")
-    if seen:
-        _print_table(t)
 
 
 @click.command()

@@ -13,6 +13,7 @@ from replay.cli.common import (
     format_option, json_option, make_options, max_risk_option, objective_option, open_db, out, pick_dataset,
     print_table, slice_options
 )
+from replay.cli.fmt import count, fit, money, wide_option
 
 SPEC_DATASET_HELP = "Dataset [default: the spec's, or the only one]."
 
@@ -173,7 +174,7 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
     agent is one of --agent and whose project is --project or a folder below it. A session in
     the slice is replayed whole. The slice is stored in the run's configuration, so `compare`
     measures the run only against a no-op baseline of the same slice."""
-    from replay.experiments import runs
+    from replay.experiments import reuse, runs
     from replay.model.costs import PriceError
     from replay.policies import ParamError, build
 
@@ -189,9 +190,15 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
     with fail_on(PriceError), progress:
         task = progress.add_task("", total=len(ds.sessions) * len(chosen))
         for v in chosen:
+            same = _identical_noop(con, policy, opts[v], dataset, slc)
+            if same is not None:  # a deterministic replay already stored: a second copy would be listed twice
+                n, totals = reuse.run_totals(con, same)
+                done[v] = {"run_id": same, "sessions": n, "totals": totals if n else {}, "reused": True}
+                progress.advance(task, len(ds.sessions))
+                continue
             run_id, results = runs.run_policy(con, ds, policy, opts[v], on_session=lambda s: progress.advance(task),
                                               slice=slc)
-            done[v] = {"run_id": run_id, "sessions": len(results),
+            done[v] = {"run_id": run_id, "sessions": len(results), "reused": False,
                        "totals": {k: sum(r.figures[k] for r in results) for k in results[0].figures} if results else {}}
     _warn_calibrated_whatif(opts)  # once the runs are stored: a failure stays one error line
     first = done[chosen[0]]
@@ -199,44 +206,53 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
         echo_json({"run_id": first["run_id"], "policy": policy.name, "dataset": dataset, "slice": slc,
                    "sessions": first["sessions"], "variant": chosen[0],
                    "totals": first["totals"],
-                   "variants": {v.replace("-", "_"): {"run_id": d["run_id"], "totals": d["totals"]}
+                   "variants": {v.replace("-", "_"): {"run_id": d["run_id"], "reused": d["reused"],
+                                                      "totals": d["totals"], "saving": _saving_json(con, d, policy)}
                                 for v, d in done.items()}}, default=None)
         return
     for v, d in done.items():
         tot = d["totals"]
         on = dataset + (f" (slice {_slice_text(slc)})" if slc else "")
-        out.print(f"run [bold]{esc(d['run_id'])}[/]: {esc(policy.name)} on {esc(on)}, {v} ({d['sessions']} "
-                  f"sessions, {ds.n_requests} requests)")
+        if d["reused"]:
+            out.print(f"run [bold]{esc(d['run_id'])}[/] re-used: an identical {esc(policy.name)} run of {esc(on)}, {v} "
+                      f"(same settings, dataset revision and ctxreplay) is already stored; nothing new stored")
+        else:
+            out.print(f"run [bold]{esc(d['run_id'])}[/]: {esc(policy.name)} on {esc(on)}, {v} ({count(d['sessions'])} "
+                      f"sessions, {count(ds.n_requests)} requests)")
         if tot:
-            out.print(f"  input {tot['input_total']:,.0f} tokens: read {tot['cache_read']:,.0f}, "
-                      f"written {tot['cache_write_5m'] + tot['cache_write_1h']:,.0f}, uncached {tot['uncached']:,.0f}; "
-                      f"output {tot['output']:,.0f}; cost ${tot['cost']:,.2f}; busts {tot['busts']:.0f}")
+            out.print(f"  input {count(tot['input_total'])} tokens: read {count(tot['cache_read'])}, "
+                      f"written {count(tot['cache_write_5m'] + tot['cache_write_1h'])}, uncached "
+                      f"{count(tot['uncached'])}; output {count(tot['output'])}; cost {money(tot['cost'])}; "
+                      f"busts {count(tot['busts'])}")
     if policy.name != "noop":
-        missing = [v for v, d in done.items() if not _has_baseline(con, d["run_id"])]
-        if missing:
-            from replay.cli.results import _baseline_command
+        from replay.cli.savings import print_savings
 
-            cfg, prices = con.execute("SELECT cache_config, prices FROM runs WHERE run_id = ?",
-                                      [done[missing[0]]["run_id"]]).fetchone()
-            row = {"cache_config": json.loads(cfg), "prices": json.loads(prices), "dataset": dataset,
-                   "variant": missing[0].replace("-", "_")}
-            cmd = _baseline_command(db, row, None if len(missing) == 2 else "")
-            out.print(f"[yellow]no no-op baseline with these settings yet ({', '.join(missing)}): `ctxreplay compare` "
-                      f"measures savings against one; store it with[/]\n  {esc(cmd)}")
+        print_savings(con, {v: d["run_id"] for v, d in done.items()}, db, dataset)
+
+
+def _identical_noop(con, policy, opts, dataset: str, slc: dict | None) -> str | None:
+    """A stored no-op run identical to the one about to be made (only the no-op is re-used: it is
+    every saving's baseline, and a duplicate would be listed twice)."""
+    if policy.name != "noop":
+        return None
+    from replay.experiments import reuse, runs
+
+    return reuse.identical_run(con, policy, opts, dataset, runs.git_sha(), slc)
+
+
+def _saving_json(con, d: dict, policy) -> dict | None:
+    """The run's saving against its matching baseline for --json (None: the no-op itself, or no baseline)."""
+    if policy.name == "noop":
+        return None
+    from analysis.saving import run_saving
+
+    return run_saving(con, d["run_id"])
 
 
 def _slice_text(slc: dict | None) -> str:
     from replay.cli.usage import slice_text
 
     return slice_text(slc)
-
-
-def _has_baseline(con, run_id: str) -> bool:
-    """Whether a finished no-op run shares the run's dataset, cache settings and prices."""
-    return con.execute(
-        "SELECT count(*) FROM runs b JOIN runs r ON b.dataset = r.dataset AND b.cache_config = r.cache_config "
-        "AND b.prices = r.prices WHERE r.run_id = ? AND b.policy = 'noop' AND b.status = 'finished'",
-        [run_id]).fetchone()[0] > 0
 
 
 def _pairs(policy: str, params: dict) -> str:
@@ -249,9 +265,10 @@ def _pairs(policy: str, params: dict) -> str:
 @click.command(name="runs")
 @DB_OPTION
 @dataset_option()
+@wide_option
 @json_option()
 @format_option
-def runs_cmd(db, dataset, as_json):
+def runs_cmd(db, dataset, wide, as_json):
     """List runs with their status (running, finished, failed, interrupted) and the parameters
     that differ from the policy's defaults (--json: all of them)."""
     from replay.experiments import runs
@@ -262,12 +279,18 @@ def runs_cmd(db, dataset, as_json):
     if as_json:
         echo_json(rows)
         return
-    t = Table("run", "policy", "settings (vs defaults)", "dataset", "status", "sessions", "started", "git")
+    more = ("git",) if wide else ()
+    t = Table("run", "policy", "settings (vs defaults)", "status", "sessions", "started", *more,
+              title=f"Runs of {esc(dataset)}" + ("" if wide else " (--wide: git commit)"))
+    for c in t.columns:
+        c.no_wrap = True
+    t.columns[2].no_wrap, t.columns[2].overflow = False, "fold"  # settings wrap; ids and figures do not
+    t.columns[4].justify = "right"
     for r in rows:
-        t.add_row(esc(r["run_id"]), esc(r["policy"]), esc(_pairs(r["policy"], r["params"])), esc(r["dataset"]),
-                  esc(r["status"]), str(r["n_sessions"] or "-"), r["started_at"].strftime("%Y-%m-%d %H:%M:%S"),
-                  esc((r["git_sha"] or "")[:10]))
-    print_table(t)
+        t.add_row(esc(r["run_id"]), esc(r["policy"]), esc(_pairs(r["policy"], r["params"])), esc(r["status"]),
+                  count(r["n_sessions"]), r["started_at"].strftime("%Y-%m-%d %H:%M"),
+                  *((esc((r["git_sha"] or "")[:10]),) if wide else ()))
+    print_table(fit(t, wide))
 
 
 @click.command()
@@ -351,13 +374,23 @@ def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
     if not as_json:
         _notes(spec)
     if as_json:
+        if res["best"]:
+            from analysis.saving import run_saving
+
+            res["best"]["saving"] = run_saving(con, res["best"]["run_id"])
         echo_json({**res, "notes": spec.notes})
         return
     _print_tune(res, objective)
+    if res["best"]:
+        from analysis.compare import variant_of
+        from replay.cli.savings import print_savings
+
+        cfg = json.loads(con.execute("SELECT cache_config FROM runs WHERE run_id = ?",
+                                     [res["best"]["run_id"]]).fetchone()[0])
+        print_savings(con, {variant_of(cfg).replace("_", "-"): res["best"]["run_id"]}, db, dataset)
 
 
 def _print_tune(res: dict, objective: str) -> None:
-    unit = "$" if objective == "cost" else "tokens "
     limits = ", ".join(f"{k} <= {v:g}" for k, v in (res["limits"] or {}).items())
     out.print(f"tune [bold]{esc(res['tune_id'])}[/]: {res['trials']} trials ("
               + (f"{res['feasible_trials']} within {esc(limits)}" if limits else "no risk limit")
@@ -367,14 +400,18 @@ def _print_tune(res: dict, objective: str) -> None:
         return
     b = res["best"]
     out.print(f"best: {esc(json.dumps(b['params']))} {esc(json.dumps(b['cache'])) if b['cache'] else ''} -> "
-              f"{unit}{b['objective']:,.2f} (run {esc(b['run_id'])})")
+              f"{_objective(b['objective'], objective)} (run {esc(b['run_id'])})")
     if res["runner_up"]:
         ru = res["runner_up"]
         # name the cache setting too: runs that differ only in it would otherwise read as the same configuration
         out.print(f"  margin over the runner-up {esc(json.dumps(ru['params']))}"
-                  f"{' ' + esc(json.dumps(ru['cache'])) if ru.get('cache') else ''}: {unit}{ru['margin']:,.2f}")
+                  f"{' ' + esc(json.dumps(ru['cache'])) if ru.get('cache') else ''}: {_objective(ru['margin'], objective)}")
     if res.get("defaults"):
-        out.print(f"  margin over the source's defaults: {unit}{res['defaults']['margin']:,.2f}")
+        out.print(f"  margin over the source's defaults: {_objective(res['defaults']['margin'], objective)}")
+
+
+def _objective(x: float, objective: str) -> str:
+    return money(x) if objective == "cost" else f"{count(x)} tokens"
 
 
 COMMANDS = [policies, replay, runs_cmd, sweep, tune]

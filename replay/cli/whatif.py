@@ -11,6 +11,7 @@ from replay.cli.common import (
     DB_OPTION, count_progress, dataset_option, echo_json, esc, fail_on, format_option, json_option, open_db, out,
     pick_dataset, print_table, slice_options
 )
+from replay.cli.fmt import amount, count, fit, money, wide_option
 
 
 @click.command()
@@ -35,9 +36,10 @@ from replay.cli.common import (
              "tokens (baseline, scenario, saved, saved_pct, interval_pct), the variant it used, the sessions it "
              "changes, the model-only error on them, distinguishable, worth_acting_on and the rule and source it "
              "rests on; the model-only fidelity per recorded TTL (`fidelity`).")
+@wide_option
 @format_option
 def whatif(db, dataset, scenarios, jobs, list_only, prices_file, price_date, since, until, projects, models, agents,
-           tz_name, key_file, as_json):
+           tz_name, key_file, wide, as_json):
     """Cache what-ifs: what would these sessions have cost under another cache setting?
 
     Each scenario replays the dataset on the predictive (model-only) variant — no cache miss or
@@ -83,7 +85,7 @@ def whatif(db, dataset, scenarios, jobs, list_only, prices_file, price_date, sin
     if as_json:
         echo_json(got, default=None)
         return
-    _print(got)
+    _print(got, wide)
 
 
 def _list(names, scenarios, as_json) -> None:
@@ -112,26 +114,30 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:+.2f}%"
 
 
-def _print(got: dict) -> None:
+def _print(got: dict, wide: bool = False) -> None:
     b = got["baseline"]
-    t = Table("scenario", "variant", "cost $", "saved $", "saved", "95% interval", "writes saved", "sessions changed",
-              "model error there", "distinguishable", "pings",
-              title=f"Cache what-ifs vs the recorded settings ({b['variant']}: ${b['cost']:,.2f}; recorded bill "
-                    f"${b['recorded_cost']:,.2f}; {got['sessions']} sessions)")
+    more = ("variant", "sessions changed", "model error there", "pings") if wide else ()
+    t = Table("scenario", "cost $", "saved", "95% interval", "writes saved", "distinguishable", *more,
+              title=f"Cache what-ifs vs the recorded settings, largest saving first ({b['variant']}: "
+                    f"{money(b['cost'])}; recorded bill {money(b['recorded_cost'])}; {count(got['sessions'])} sessions"
+                    + ("" if wide else "; --wide: variant, sessions changed, model error there, pings") + ")")
+    for c in t.columns[1:5]:
+        c.justify, c.no_wrap = "right", True
     for r in sorted(got["scenarios"], key=lambda r: -r["saved"]["cost"]):
         iv = r["interval_pct"]["cost"]
         err = r["model_error_on_changed_pct"]
-        t.add_row(esc(r["name"]), esc(r["variant"]), f"{r['scenario']['cost']:,.2f}", f"{r['saved']['cost']:+,.2f}",
-                  _pct(r["saved_pct"]["cost"]), "-" if iv is None else f"[{iv['low']:+.2f}%, {iv['high']:+.2f}%]",
-                  _pct(r["saved_pct"]["cache_write"]), str(r["sessions_changed"]),
-                  "-" if err is None else f"{err:.2f}%", "yes" if r["distinguishable"] else "no",
-                  f"{r['totals']['keepalive_pings']:,.0f}")
-    print_table(t)
+        extra = (esc(r["variant"]), count(r["sessions_changed"]), "-" if err is None else f"{err:.2f}%",
+                 count(r["totals"]["keepalive_pings"])) if wide else ()
+        t.add_row(esc(r["name"]), amount(r["scenario"]["cost"]),
+                  f"{money(r['saved']['cost'], sign=True)} ({_pct(r['saved_pct']['cost'])})",
+                  "-" if iv is None else f"[{iv['low']:+.2f}%, {iv['high']:+.2f}%]",
+                  _pct(r["saved_pct"]["cache_write"]), "yes" if r["distinguishable"] else "no", *extra)
+    print_table(fit(t, wide))
     f = Table("recorded TTL", "sessions", "recorded $", "model-only $", "error", "every write at that TTL: error",
               "sessions within 2%", title="Model-only fidelity by the TTL the log recorded")
     for g, x in got["fidelity"].items():
-        f.add_row(g, str(x["sessions"]), f"{x['recorded_cost']:,.2f}", f"{x['model_only_cost']:,.2f}",
-                  _frac(x["rel_error"]), _frac(x[f"every_write_{g}_rel_error"]), str(x["sessions_within_2pct"]))
+        f.add_row(g, count(x["sessions"]), amount(x["recorded_cost"]), amount(x["model_only_cost"]),
+                  _frac(x["rel_error"]), _frac(x[f"every_write_{g}_rel_error"]), count(x["sessions_within_2pct"]))
     print_table(f)
     bound = next((r for r in got["scenarios"] if r["name"] == "bound_offline"), None)
     if bound and bound.get("online_share_of_bound") is not None:

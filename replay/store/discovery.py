@@ -20,6 +20,20 @@ class Unit:
 
     main: Path
     subagents: list[Path] = field(default_factory=list)
+    # resolved path -> the path as given or found under a given folder, where they differ (a
+    # symlink): files are keyed by their resolved path, but named to the user as they know them
+    found: dict[Path, Path] = field(default_factory=dict)
+
+    def shown(self, path: Path | str) -> str:
+        """``path`` as the user gave or found it."""
+        return str(self.found.get(Path(path), path))
+
+    def shown_message(self, message: str) -> str:
+        """A `path:line: ...` message naming a resolved path, with the path as the user gave it."""
+        for real, given in self.found.items():
+            if message.startswith(f"{real}:"):
+                return f"{given}{message[len(str(real)):]}"
+        return message
 
     @property
     def size(self) -> int:
@@ -76,23 +90,28 @@ def discover(
     seen: set[Path] = set()
     units: dict[Path, Unit] = {}
     orphans: list[Path] = []
+    as_found: dict[Path, Path] = {}
     for f in files:
         rf = f.resolve()
         if rf in seen:
             continue
         seen.add(rf)
+        if rf != f:
+            as_found[rf] = f
         if _is_subagent_file(rf):
             orphans.append(rf)
         else:
-            units[rf] = Unit(rf)
+            units[rf] = Unit(rf, found={rf: as_found[rf]} if rf in as_found else {})
     for sub in orphans:
         # <dir>/<session>/subagents/agent-x.jsonl belongs to <dir>/<session>.jsonl
         session_dir = sub.parent.parent
         parent = session_dir.parent / (session_dir.name + ".jsonl")
         if parent in units:
             units[parent].subagents.append(sub)
+            if sub in as_found:
+                units[parent].found[sub] = as_found[sub]
         else:
-            units[sub] = Unit(sub)  # no parent transcript: ingested as a session of its own
+            units[sub] = Unit(sub, found={sub: as_found[sub]} if sub in as_found else {})
     return [units[k] for k in sorted(units)]
 
 

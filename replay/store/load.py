@@ -383,7 +383,17 @@ class Parsed:
 
 
 def parse_unit(unit: Unit, keys: Keyring, dataset: str, file_key: str, sizes: dict[Path, int]) -> Parsed:
-    """Read one unit (the bytes hashed, ``sizes``) into a checked trace; any problem fails this file alone."""
+    """Read one unit (the bytes hashed, ``sizes``) into a checked trace; any problem fails this
+    file alone. Its messages name the files as the user gave them (not their symlink targets)."""
+    parsed = _read_unit(unit, keys, dataset, file_key, sizes)
+    if unit.found:
+        parsed.report.messages[:] = [unit.shown_message(m) for m in parsed.report.messages]
+        if parsed.failure is not None:
+            parsed.failure = (unit.shown(parsed.failure[0]), parsed.failure[1])
+    return parsed
+
+
+def _read_unit(unit: Unit, keys: Keyring, dataset: str, file_key: str, sizes: dict[Path, int]) -> Parsed:
     report = ReadReport()
     if _SLOW_MS:
         time.sleep(_SLOW_MS / 1000)
