@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from replay.cli.common import (
     DB_OPTION, dataset_option, err, esc, fail, fail_on, format_option, json_option, max_risk_option,
-    objective_option, open_db, out, out_dir_option, pick_dataset, print_table, slice_options
+    objective_option, open_db, out, out_dir_option, pick_dataset, slice_options
 )
 from replay.cli.fmt import money, wide_option
 from replay.cli.usage import filter_options
