@@ -54,7 +54,8 @@ def test_an_unchanged_tree_is_not_hashed_again(tmp_path, hashed):
     assert hashed == []
 
 
-def test_a_file_replaced_by_another_of_the_same_size_and_time_is_read_again(tmp_path, hashed):
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_file_replaced_by_another_of_the_same_size_and_time_is_read_again(tmp_path, hashed, jobs):
     logs, key = _tree(tmp_path)
     db = tmp_path / "x.duckdb"
     ingest([logs], db, master_key=key)
@@ -66,9 +67,11 @@ def test_a_file_replaced_by_another_of_the_same_size_and_time_is_read_again(tmp_
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same mtime: only the ctime tells
     assert (f.stat().st_size, f.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
     hashed.clear()
-    s = ingest([logs], db, master_key=key)
-    assert hashed == ["a.jsonl"]
+    s = ingest([logs], db, master_key=key, jobs=jobs)
+    assert hashed == ([] if jobs > 1 else ["a.jsonl"])  # with jobs, a worker hashes it
     assert (s.ingested, s.new_versions, s.unchanged) == (1, 1, 2)
+    s = ingest([logs], db, master_key=key, jobs=jobs)  # the new version was signed
+    assert hashed == ([] if jobs > 1 else ["a.jsonl"]) and (s.ingested, s.unchanged) == (0, 3)
 
 
 def test_a_moved_in_copy_with_the_same_stat_is_read_again(tmp_path, hashed):
