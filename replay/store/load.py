@@ -36,7 +36,6 @@ from replay.store.discovery import LOG_SUFFIXES, SKIP_NAMES, Unit, discover, not
 from replay.ingest.tokens import COUNTER
 
 
-
 def reader_for(records):
     """The reader module for a log, from its content: a Gemini chat document, else its first 50 records.
 
