@@ -14,14 +14,20 @@ the peak of the same command on a one-turn session (interpreter, DuckDB and toke
 
     python bench/ingest.py --memory [--size-mb 196] [--line-mb 50] [--tmp /tmp]
 
-``--jobs N`` instead times whole processes: `ctxreplay ingest PATH -q --jobs 1` and ``--jobs N``
-(a fresh database each, ``--repeat`` runs each, interleaved; medians, best and worst), prints
-the speed-up of the medians, and, where `ccusage` is on PATH, times `ccusage session --json
---offline` on the same files (read from a temporary ``CLAUDE_CONFIG_DIR`` of hard links, or
-symbolic links across file systems, which ccusage's native builds skip); where it is not
-installed, fails or finds no session, it says so.
+``--jobs N`` instead times whole processes on a copy of the files in a temporary Claude config
+folder (``CLAUDE_CONFIG_DIR``; copies, since ccusage's native builds skip symbolic links):
+`ctxreplay ingest -q` into a fresh database with ``--jobs 1`` and ``--jobs N``, and again on
+the unchanged tree (``--repeat`` runs each, interleaved; medians, best and worst, MB/s), and
+the speed-up of the medians. Where `ccusage` is on PATH, each run is paired with a run of
+`ccusage daily --json --offline` on the same copy and the median of the paired ratios is
+printed (pairing keeps a ratio meaningful on a machine whose load drifts); where it is not
+installed, fails or reads no usage, it says so.
 
     python bench/ingest.py ../shared/logs/entire-cli --jobs 2 [--repeat 5]
+
+``--stages`` instead prints the CPU seconds of a fresh one-process ingest and of its stages.
+
+    python bench/ingest.py ../shared/logs/entire-cli --stages
 """
 
 from __future__ import annotations
@@ -180,59 +186,112 @@ def _stats(xs: list[float]) -> str:
     return f"median {statistics.median(xs):.2f} s (best {min(xs):.2f}, worst {max(xs):.2f})"
 
 
+def _ccusage(ccusage: str | None, env: dict) -> str | None:
+    """Why ``ccusage daily`` cannot be the yardstick here, None when it can."""
+    if not ccusage:
+        return "not installed here (not on PATH)"
+    try:
+        out = subprocess.run([ccusage, "daily", "--json", "--offline"], env=env, capture_output=True, text=True,
+                             check=True).stdout
+        days = len(json.loads(out).get("daily", []))
+    except (subprocess.CalledProcessError, ValueError, AttributeError) as e:
+        return f"failed ({str(getattr(e, 'stderr', '') or e).strip()[:200]})"
+    return None if days else "read no usage from these files"
+
+
 def parallel(path: Path, jobs: int, repeat: int) -> None:
-    """Whole-process `ingest --jobs 1` vs ``--jobs N``, and `ccusage session` where installed."""
+    """Whole-process `ingest` on a fresh database (``--jobs 1`` and ``--jobs N``) and on the
+    unchanged tree, each run paired with a run of `ccusage daily --json --offline` where installed."""
     from replay.ingest.keys import load_or_create_master_key
 
     logs = sorted(f for f in (path.rglob("*") if path.is_dir() else [path]) if f.suffix in (".jsonl", ".json"))
     mb = sum(f.stat().st_size for f in logs) / 1e6
-    print(f"corpus: {path} ({len(logs)} files, {mb:.1f} MB); {os.cpu_count()} CPUs; {repeat} runs each "
-          f"(interleaved), whole process, fresh database")
+    print(f"corpus: {path} ({len(logs)} files, {mb:.1f} MB), copied into a Claude config folder; {os.cpu_count()} "
+          f"CPUs; {repeat} runs each (interleaved), whole process")
     with tempfile.TemporaryDirectory(prefix="ctxreplay-bench-") as d:
         work = Path(d)
         load_or_create_master_key(work / "key")
         env = {**os.environ, "CTXREPLAY_KEY_FILE": str(work / "key")}
-        ns = sorted({1, jobs})
-        secs: dict[int, list[float]] = {n: [] for n in ns}
-        for _ in range(repeat):  # interleaved, so that a busier moment of the machine hits both alike
-            for n in ns:
-                db = work / f"jobs{n}.duckdb"
-                secs[n].append(_run([sys.executable, "-m", "replay.cli", "ingest", str(path), "--db", str(db), "-q",
-                                     "--jobs", str(n)], env, fresh=db)[0])
-        med = {n: statistics.median(v) for n, v in secs.items()}
-        for n in ns:
-            print(f"ctxreplay ingest --jobs {n}: {_stats(secs[n])}; {mb / med[n]:.1f} MB/s")
-        if jobs > 1:
-            print(f"--jobs {jobs} speed-up over --jobs 1 (medians): {med[1] / med[jobs]:.2f}x")
-        ccusage = shutil.which("ccusage")
-        if not ccusage:
-            print("ccusage: not installed here (not on PATH): no comparison with `ccusage session`")
-            return
         projects = work / "claude" / "projects" / "bench"
         projects.mkdir(parents=True)
-        for i, f in enumerate(logs):  # hard links where possible: ccusage's native builds skip symbolic links
-            link = projects / f"{i:05d}-{f.name}"
-            try:
-                os.link(f.resolve(), link)
-            except OSError:
-                link.symlink_to(f.resolve())
+        for i, f in enumerate(logs):  # copies: ccusage's native builds skip symbolic links
+            shutil.copy2(f, projects / f"{i:05d}-{f.name}")
+        time.sleep(2.1)  # older than the 2 s within which ingest leaves a file unsigned (replay.store.statsig)
+        ccusage = shutil.which("ccusage")
         cenv = {**os.environ, "CLAUDE_CONFIG_DIR": str(work / "claude")}
-        cmd = [ccusage, "session", "--json", "--offline"]
-        try:
-            runs = [_run(cmd, cenv) for _ in range(repeat)]
-        except subprocess.CalledProcessError as e:
-            print(f"ccusage: failed ({(e.stderr or '').strip()[:200]}): no comparison with `ccusage session`")
+        why_not = _ccusage(ccusage, cenv)
+        ingest = [sys.executable, "-m", "replay.cli", "ingest", str(projects.parent), "-q"]
+        same = work / "unchanged.duckdb"
+        _run([*ingest, "--db", str(same)], env)  # the database the unchanged runs find
+        cases = {f"fresh --jobs {n}": (["--jobs", str(n)], work / f"jobs{n}.duckdb") for n in sorted({1, jobs})}
+        cases["unchanged tree"] = ([], None)
+        secs: dict[str, list[float]] = {k: [] for k in [*cases, "ccusage"]}
+        ratios: dict[str, list[float]] = {k: [] for k in cases}
+        for _ in range(repeat):  # interleaved and paired, so that a busier moment of the machine hits both alike
+            for name, (extra, db) in cases.items():
+                a = _run([*ingest, *extra, "--db", str(db or same)], env, fresh=db)[0]
+                secs[name].append(a)
+                if why_not is None:
+                    b = _run([ccusage, "daily", "--json", "--offline"], cenv)[0]
+                    secs["ccusage"].append(b)
+                    ratios[name].append(a / b)
+        for name in cases:
+            print(f"ctxreplay ingest, {name}: {_stats(secs[name])}; {mb / statistics.median(secs[name]):.1f} MB/s")
+        if jobs > 1:
+            speedup = statistics.median(secs["fresh --jobs 1"]) / statistics.median(secs[f"fresh --jobs {jobs}"])
+            print(f"--jobs {jobs} speed-up over --jobs 1 (medians): {speedup:.2f}x")
+        if why_not is not None:
+            print(f"ccusage: {why_not}: no comparison with `ccusage daily`")
             return
-        try:
-            found = len(json.loads(runs[-1][1]).get("session", []))
-        except ValueError:
-            found = -1
-        if found <= 0:
-            print("ccusage: read no session from these files: no comparison with `ccusage session`")
-            return
-        c = [r[0] for r in runs]
-        print(f"ccusage session --json --offline ({found} sessions): {_stats(c)}  ->  ctxreplay ingest --jobs {jobs} "
-              f"takes {med[jobs] / statistics.median(c):.2f}x ccusage's time (medians)")
+        print(f"ccusage daily --json --offline: {_stats(secs['ccusage'])}")
+        for name in cases:
+            r = ratios[name]
+            print(f"ctxreplay ingest, {name}: {statistics.median(r):.2f}x ccusage's time "
+                  f"(median of {len(r)} paired ratios; {min(r):.2f}-{max(r):.2f})")
+
+
+def stages(path: Path) -> None:
+    """CPU seconds of a fresh one-process ingest of ``path``, and of its stages (a stage's time
+    includes the stages it calls: token counting is part of parsing)."""
+    import functools
+
+    from replay import store
+    from replay.ingest import builder, readlines
+    from replay.ingest.readers import source
+    from replay.store import load
+
+    spent: dict[str, float] = {}
+
+    def timed(owner, name: str, label: str) -> None:
+        f = getattr(owner, name)
+
+        @functools.wraps(f)
+        def g(*a, **k):
+            t = time.process_time()
+            try:
+                return f(*a, **k)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.process_time() - t
+
+        setattr(owner, name, g)
+        spent[label] = 0.0  # printed in this order
+
+    timed(load, "hash_unit", "hash the files")
+    timed(load, "parse_unit", "parse (all below but writing)")
+    timed(builder, "count_many", "  count tokens (with the tokenizer load)")
+    timed(source.Records, "_load", "  parse JSON")
+    timed(builder, "numbered_lines", "  find numbered lines")
+    timed(readlines.LineHasher, "hashes", "  hash numbered lines")
+    timed(store, "write_sessions", "write (DuckDB inserts and commits)")
+    with tempfile.TemporaryDirectory() as d:
+        os.environ["CTXREPLAY_KEY_FILE"] = str(Path(d) / "key")
+        t = time.process_time()
+        s = load.ingest([path], Path(d) / "b.duckdb")
+        total = time.process_time() - t
+    print(f"corpus: {path} ({s.files} files, {s.bytes / 1e6:.1f} MB, {s.blocks} blocks); fresh ingest, one process: "
+          f"{total:.2f} s of CPU")
+    for label, secs in spent.items():
+        print(f"{label}: {secs:.2f} s")
 
 
 def main() -> None:
@@ -244,8 +303,13 @@ def main() -> None:
     ap.add_argument("--line-mb", type=float, default=50.0)
     ap.add_argument("--tmp", type=Path, default=None, help="where the synthetic files are written")
     ap.add_argument("--jobs", type=int, default=0,
-                    help="time whole-process `ingest --jobs 1` vs --jobs N (and ccusage where installed) instead")
+                    help="time whole-process `ingest` fresh (--jobs 1, --jobs N) and unchanged, against `ccusage daily` "
+                         "where installed, instead")
+    ap.add_argument("--stages", action="store_true", help="CPU seconds per stage of a fresh ingest instead")
     args = ap.parse_args()
+    if args.stages:
+        stages(args.path)
+        return
     if args.jobs:
         if not args.path.exists():
             sys.exit(f"{args.path} not found; pass a log directory")

@@ -25,6 +25,8 @@ from __future__ import annotations
 import hashlib
 import re
 import struct
+from itertools import repeat
+from operator import add, getitem
 
 from replay.ingest.keys import Keyring
 
@@ -69,17 +71,22 @@ def numbered_lines(text: str) -> tuple[int, list[str]] | None:
     if m is None:
         return None
     first = int(m.group(1))
-    # every line's prefix is known once the first one's format is: a startswith per line, not
-    # a regex (this runs for every line of every read at ingest)
+    lines = text.split("\n")
+    # every line's prefix is known once the first one's format is: the lines that carry theirs
+    # are found by one map over all of them, not a regex or a call per line (this runs for every
+    # line of every read at ingest); the rest goes line by line from the first that does not
+    numbers = map(str, range(first, first + len(lines)))
     if text[m.end() - 1] == "\t":
-        prefix = lambda n: f"{n}\t"  # noqa: E731
+        prefixes = list(map(add, numbers, repeat("\t")))
     else:
         width = m.end() - 1  # the padded number before the arrow
-        prefix = lambda n: f"{n:>{width}}→"  # noqa: E731
-    out: list[str] = []
-    n = first
-    for line in text.split("\n"):
-        p = prefix(n)
+        prefixes = list(map(add, map(str.rjust, numbers, repeat(width)), repeat("→")))
+    ok = list(map(str.startswith, lines, prefixes))
+    k = ok.index(False) if False in ok else len(lines)
+    out = list(map(getitem, lines[:k], map(slice, map(len, prefixes[:k]), repeat(None))))
+    n = first + k
+    for line in lines[k:]:
+        p = prefixes[n - first]
         if not line.startswith(p):
             m2 = _NUMBERED.match(line)  # another padding (a number wider than the padding)
             if m2 is None or int(m2.group(1)) != n:
@@ -93,16 +100,39 @@ def numbered_lines(text: str) -> tuple[int, list[str]] | None:
 
 class LineHasher:
     """Keyed 64-bit hashes of lines (blake2b with the dataset key, as every content hash), as
-    signed integers (a BIGINT list in the store)."""
+    signed integers (a BIGINT list in the store).
+
+    A line is hashed once per process and key: files are read again and again in a session
+    (the shared entire-cli corpus has 578,130 numbered lines, 54,673 of them distinct). The
+    cache is emptied when it would hold over ``CACHE_CHARS`` characters (counting 50 more per
+    line for its entry), which bounds its memory."""
+
+    CACHE_CHARS = 16_000_000
+    _caches: dict[bytes, dict[str, int]] = {}
+    _chars: dict[bytes, int] = {}
 
     def __init__(self, keys: Keyring):
-        self._base = hashlib.blake2b(digest_size=8, key=keys.dataset_key[:64], person=LINE_HASH_PERSON)
+        self._key = keys.dataset_key[:64]
+        self._base = hashlib.blake2b(digest_size=8, key=self._key, person=LINE_HASH_PERSON)
+        self._cache = self._caches.setdefault(self._key, {})
 
     def hashes(self, lines: list[str]) -> list[int]:
-        base = self._base
-        digests = []
-        for line in lines:
-            h = base.copy()  # the keyed state is set up once, not per line
-            h.update(line.encode("utf-8", "surrogatepass"))
-            digests.append(h.digest())
-        return list(struct.unpack(f">{len(digests)}q", b"".join(digests)))
+        cache = self._cache
+        out = list(map(cache.get, lines))
+        if None in out:
+            new = list(dict.fromkeys(line for line, h in zip(lines, out) if h is None))
+            chars = self._chars.get(self._key, 0) + sum(map(len, new)) + 50 * len(new)  # with each entry's overhead
+            if chars > self.CACHE_CHARS:
+                cache.clear()
+                new = list(dict.fromkeys(lines))
+                chars = sum(map(len, new)) + 50 * len(new)
+            self._chars[self._key] = chars
+            base = self._base
+            digests = []
+            for line in new:
+                h = base.copy()  # the keyed state is set up once, not per line
+                h.update(line.encode("utf-8", "surrogatepass"))
+                digests.append(h.digest())
+            cache.update(zip(new, struct.unpack(f">{len(digests)}q", b"".join(digests))))
+            out = [cache[line] for line in lines]
+        return out

@@ -33,6 +33,12 @@ def count_many(texts: Sequence[str]) -> list[int]:
     return toktok.batch_count(list(texts), ENCODING, threads=THREADS)
 
 
+def preload() -> None:
+    """Load the encoding now (about 1 s of CPU, once per process), on one thread: no thread is
+    started, so a process may fork after it and its children count without loading it again."""
+    toktok.batch_count([""], ENCODING, threads=1)
+
+
 def image_tokens(b64: str | None) -> int:
     """Estimated tokens of a base64 image: PNG/GIF dimensions from the header, else the cap."""
     if not b64:

@@ -234,6 +234,7 @@ class PendingFile:
     reader: str
     skipped: dict[str, int]
     duplicate_of: str | None = None  # file key
+    stat_sig: str | None = None  # `replay.store.statsig.signature` of its files, taken before they were hashed
 
 
 def check_trace(trace: SessionTrace) -> None:
@@ -302,9 +303,10 @@ def write_sessions(con, batch: list[PendingFile]) -> dict[str, str]:
                 con.execute(_INSERT[table], [rows])
         con.executemany(
             "INSERT INTO source_files (dataset, file_key, version, content_hash, size_bytes, n_subagent_files, reader, "
-            "status, ingested_at, skipped, duplicate_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "status, ingested_at, skipped, duplicate_of, stat_sig) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [[p.dataset, p.file_key, p.version, p.content_hash, p.size_bytes, p.n_subagent_files, p.reader,
-              "duplicate" if p.duplicate_of else "ok", now(), json.dumps(p.skipped), p.duplicate_of] for p in batch],
+              "duplicate" if p.duplicate_of else "ok", now(), json.dumps(p.skipped), p.duplicate_of, p.stat_sig]
+             for p in batch],
         )
     return kept
 

@@ -29,21 +29,23 @@ from replay import store
 from replay.store.db import check_trace, refuse_foreign
 from replay.ingest import trace as trace_format
 from replay.ingest.keys import Keyring, load_or_create_master_key
-from replay.ingest.readers import claude_code, codex, copilot, gemini, gemini_chat
-from replay.ingest.readers.base import FileError, ReadReport, Records
+from replay.ingest.readers.report import FileError, ReadReport
 from replay.ingest.readers.source import damaged_gzip, open_log
+from replay.store import statsig
 from replay.store.discovery import LOG_SUFFIXES, SKIP_NAMES, Unit, discover, not_regular  # noqa: F401 (re-exported)
 from replay.ingest.tokens import COUNTER
 
-SNIFFED_READERS = (codex, copilot, gemini)  # tried in this order; Claude Code is the fallback
 
+def reader_for(records):
+    """The reader module for a log, from its content: a Gemini chat document, else its first 50 records.
 
-def reader_for(records: Records):
-    """The reader module for a log, from its content: a Gemini chat document, else its first 50 records."""
+    The readers are imported here, not with this module: an ingest that finds nothing new never loads them."""
+    from replay.ingest.readers import claude_code, codex, copilot, gemini, gemini_chat
+
     if gemini_chat.sniff_document(records):
         return gemini_chat
     head = records.head(50)
-    for mod in SNIFFED_READERS:
+    for mod in (codex, copilot, gemini):  # tried in this order; Claude Code is the fallback
         if mod.sniff(head):
             return mod
     return claude_code
@@ -130,7 +132,8 @@ def ingest(
     keys = Keyring.for_dataset(master, dataset)
     from replay.store.load_parallel import Workers, read_in_parallel
 
-    with Workers.start(keys, dataset, min(jobs, len(units))) as workers:  # before the database is opened
+    fresh = not Path(db).exists()  # every file will be parsed
+    with Workers.start(keys, dataset, min(jobs, len(units)), preload=fresh) as workers:  # before the database is opened
         con = store.connect(db, verify=True)
         try:
             store.ensure_dataset(con, dataset, keys.fingerprint, COUNTER)
@@ -147,6 +150,7 @@ def ingest(
                     if on_progress:
                         on_progress(unit.size, unit.main.name)
             run.flush()
+            run.save_signatures()
         finally:
             con.close()
     summary.seconds = time.perf_counter() - t0
@@ -200,9 +204,16 @@ class _Run:
         self.added: dict[str, tuple[int, int, int]] = {}  # session key written in this run -> its counts
         self.superseded: set[str] = set()  # file keys whose stored session a pending copy replaces
         # what the dataset holds, read once and kept up to date (one query per file would cost more than reading it)
-        self.status: dict[str, tuple[int, str]] = {r[0]: (r[1], r[2]) for r in con.execute(
-            "SELECT file_key, max(version), arg_max(content_hash, version) FROM source_files "
-            "WHERE dataset = ? AND status IN ('ok', 'duplicate') GROUP BY file_key", [dataset]).fetchall()}
+        self.status: dict[str, tuple[int, str]] = {}
+        self.stats: dict[str, tuple[str, int]] = {}  # file key -> stat signature and size of its latest version
+        for fkey, version, chash, sig, size in con.execute(
+                "SELECT file_key, max(version), arg_max(content_hash, version), arg_max(stat_sig, version), "
+                "arg_max(size_bytes, version) FROM source_files "
+                "WHERE dataset = ? AND status IN ('ok', 'duplicate') GROUP BY file_key", [dataset]).fetchall():
+            self.status[fkey] = (version, chash)
+            if sig is not None:
+                self.stats[fkey] = (sig, size)
+        self.resigned: list[tuple[str, int, str]] = []  # (file key, version, signature): unchanged, newly signed
         self.known = {r[0] for r in con.execute(
             "SELECT DISTINCT content_hash FROM source_files WHERE dataset = ? AND status = 'ok'", [dataset]).fetchall()}
         self.stored: dict[tuple[str, str], list[tuple[str, str, int]]] = {}  # (agent, session id) -> sessions
@@ -213,29 +224,56 @@ class _Run:
 
     def read(self, unit: Unit) -> store.PendingFile | None:
         file_key = self.file_key(unit)
+        sig = statsig.signature(unit, self.keys)  # before hashing: a write after it changes the next one
+        if self.same_stat(file_key, sig):
+            return None
         try:
             content_hash, size, sizes = hash_unit(unit, self.keys)
         except OSError as e:
             self.summary.failed.append((str(e.filename or unit.main), f"cannot read: {e.strerror or e}"))
             return None
-        latest = self.check(file_key, content_hash, size)
+        latest = self.check(file_key, content_hash, size, sig)
         if latest is None:
             return None
         return self.finish(unit, file_key, latest, content_hash, size,
-                           parse_unit(unit, self.keys, self.dataset, file_key, sizes))
+                           parse_unit(unit, self.keys, self.dataset, file_key, sizes), sig)
+
+    def same_stat(self, file_key: str, sig: str | None) -> bool:
+        """Whether the file's latest version was stored with this stat signature: unchanged (counted), not hashed."""
+        stored = self.stats.get(file_key)
+        if sig is None or stored is None or stored[0] != sig:
+            return False
+        self.summary.bytes += stored[1]
+        self.summary.unchanged += 1
+        return True
+
+    def save_signatures(self) -> None:
+        """Store the stat signatures of the files found unchanged by their hash (stored before they were kept)."""
+        if not self.resigned:
+            return
+        fkeys, versions, sigs = (list(c) for c in zip(*self.resigned))
+        self.con.execute(
+            "UPDATE source_files SET stat_sig = u.sig FROM (SELECT unnest(?) AS fk, unnest(?) AS v, unnest(?) AS sig) u "
+            "WHERE dataset = ? AND file_key = u.fk AND version = u.v", [fkeys, versions, sigs, self.dataset])
+        self.resigned = []
 
     def file_key(self, unit: Unit) -> str:
         file_key = self.keys.short("file", str(unit.main), 16)
         self.paths[file_key] = str(unit.main)
         return file_key
 
-    def check(self, file_key: str, content_hash: str, size: int) -> int | None:
-        """The latest stored version of a file to read (0: none), None if unchanged or a duplicate (counted)."""
+    def check(self, file_key: str, content_hash: str, size: int, sig: str | None = None) -> int | None:
+        """The latest stored version of a file to read (0: none), None if unchanged or a duplicate (counted).
+
+        An unchanged file's stat signature ``sig`` is kept, so that the next run need not hash it."""
         summary = self.summary
         summary.bytes += size
         latest, latest_hash = self.status.get(file_key, (0, None))
         if latest_hash == content_hash:
             summary.unchanged += 1
+            if sig is not None and self.stats.get(file_key, (None,))[0] != sig:
+                self.resigned.append((file_key, latest, sig))
+                self.stats[file_key] = (sig, size)
             return None
         if latest == 0 and (content_hash in self.known or any(p.content_hash == content_hash for p in self.pending)):
             summary.duplicates += 1
@@ -243,7 +281,7 @@ class _Run:
         return latest
 
     def finish(self, unit: Unit, file_key: str, latest: int, content_hash: str, size: int,
-               parsed: "Parsed") -> store.PendingFile | None:
+               parsed: "Parsed", sig: str | None = None) -> store.PendingFile | None:
         """The file to write from a parse (None if it failed: counted)."""
         if parsed.failure is not None:
             self.summary.failed.append(parsed.failure)
@@ -253,7 +291,7 @@ class _Run:
         self.summary.report.merge(parsed.report)
         return store.PendingFile(
             parsed.trace, self.dataset, file_key, latest + 1, content_hash, size, len(unit.subagents), parsed.agent,
-            dict(parsed.report.skipped),
+            dict(parsed.report.skipped), stat_sig=sig,
         )
 
     def add(self, p: store.PendingFile) -> None:
@@ -286,6 +324,10 @@ class _Run:
             s.kept_sessions.append(self._name(fkey))
         for p in batch:
             self.status[p.file_key] = (p.version, p.content_hash)
+            if p.stat_sig is not None:
+                self.stats[p.file_key] = (p.stat_sig, p.size_bytes)
+            else:
+                self.stats.pop(p.file_key, None)
             if p.duplicate_of is None:
                 self.known.add(p.content_hash)
             if p.trace is not None and p.duplicate_of is None:
@@ -361,11 +403,12 @@ class _Run:
 
     def _superseded(self, file_key: str, by: str) -> store.PendingFile:
         """A new 'duplicate' version of a stored file whose session a longer copy replaces."""
-        version, content_hash, size, n_sub, reader = self.con.execute(
-            "SELECT version, content_hash, size_bytes, n_subagent_files, reader FROM source_files "
+        version, content_hash, size, n_sub, reader, sig = self.con.execute(
+            "SELECT version, content_hash, size_bytes, n_subagent_files, reader, stat_sig FROM source_files "
             "WHERE dataset = ? AND file_key = ? ORDER BY version DESC LIMIT 1", [self.dataset, file_key]).fetchone()
+        sig = self.stats.get(file_key, (sig,))[0]  # signed in this run, not yet saved
         return store.PendingFile(None, self.dataset, file_key, version + 1, content_hash, size, n_sub, reader, {},
-                                 duplicate_of=by)
+                                 duplicate_of=by, stat_sig=sig)
 
     def _name(self, file_key: str) -> str:
         return self.paths.get(file_key) or f"a file ingested earlier (file key {file_key})"
@@ -394,6 +437,8 @@ def parse_unit(unit: Unit, keys: Keyring, dataset: str, file_key: str, sizes: di
 
 
 def _read_unit(unit: Unit, keys: Keyring, dataset: str, file_key: str, sizes: dict[Path, int]) -> Parsed:
+    from replay.ingest.readers.source import Records
+
     report = ReadReport()
     if _SLOW_MS:
         time.sleep(_SLOW_MS / 1000)

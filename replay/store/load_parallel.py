@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from replay.ingest.keys import Keyring
+from replay.store import statsig
 from replay.store.load import Parsed, Unit, hash_unit, parse_unit
 
 if TYPE_CHECKING:
@@ -92,12 +93,15 @@ class Workers:
 
     @classmethod
     @contextmanager
-    def start(cls, keys: Keyring, dataset: str, jobs: int) -> Iterator[Workers | None]:
-        """The workers (None for one job), stopped on leaving: waited for unless reading was interrupted."""
+    def start(cls, keys: Keyring, dataset: str, jobs: int, preload: bool = False) -> Iterator[Workers | None]:
+        """The workers (None for one job), stopped on leaving: waited for unless reading was interrupted.
+
+        ``preload``: every file will be parsed (a new database), so forked workers get the
+        tokenizer loaded once here rather than once each."""
         if jobs <= 1:
             yield None
             return
-        workers = cls(keys, dataset, jobs)
+        workers = cls(keys, dataset, jobs, preload)
         ok = False
         try:
             yield workers
@@ -105,11 +109,22 @@ class Workers:
         finally:
             workers.close(ok or not workers.reading)
 
-    def __init__(self, keys: Keyring, dataset: str, jobs: int):
+    def __init__(self, keys: Keyring, dataset: str, jobs: int, preload: bool = False):
         import multiprocessing
         import tempfile
         from concurrent.futures import ProcessPoolExecutor
 
+        method = start_method()
+        if method == "fork":
+            # forked workers inherit what is loaded here: the readers (imported lazily by an ingest
+            # that may find nothing new) and, for a new database, the tokenizer (about 1 s of CPU
+            # per process to load; loading it starts no thread, so forking after it is safe)
+            from replay.ingest.readers import claude_code, codex, copilot, gemini, gemini_chat  # noqa: F401
+
+            if preload:
+                from replay.ingest import tokens
+
+                tokens.preload()
         self.jobs = jobs
         self.reading = False  # files were submitted (an interrupted run then does not wait for them)
         try:
@@ -118,7 +133,7 @@ class Workers:
         except OSError:
             self.known_path = None  # workers then parse byte copies of stored files; the writer skips them
         try:
-            self.ex = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(start_method()),
+            self.ex = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(method),
                                           initializer=_worker_init, initargs=(keys, dataset, self.known_path))
         except BaseException:
             if self.known_path is not None:
@@ -159,6 +174,7 @@ class Workers:
                     pass
 
 
+_UNCHANGED = object()  # a window entry whose file is unchanged by its stat: counted, not read
 WINDOW_FILES = 32  # files submitted ahead of the writer, per worker: they keep busy while it writes a batch
 WINDOW_BYTES = 64 << 20  # ... and at most this many log bytes per worker (a trace is a few % of its log)
 
@@ -188,25 +204,32 @@ def read_in_parallel(run: _Run, units: list[Unit], workers: Workers,
         nonlocal broken, drained
         for unit in todo:
             file_key = run.file_key(unit)
+            sig = statsig.signature(unit, run.keys)  # before hashing, as `_Run.read` does
+            nbytes = unit.size
+            if run.same_stat(file_key, sig):  # unchanged: no worker needs to see it
+                window.append((unit, file_key, _UNCHANGED, nbytes, sig))
+                continue
             latest, latest_hash = run.status.get(file_key, (0, None))
             try:
                 fut = None if broken else ex.submit(_worker_read, unit, file_key, latest, latest_hash)
             except BrokenProcessPool:  # a worker died: this file and the rest are read here
                 broken, fut = True, None
-            nbytes = unit.size
             ahead[0] += nbytes
-            window.append((unit, file_key, fut, nbytes))
+            window.append((unit, file_key, fut, nbytes, sig))
             if not broken and full(len(window), ahead[0], jobs):
                 return
         drained = True
 
     submit()
     while window:
-        unit, file_key, fut, nbytes = window.popleft()
-        ahead[0] -= nbytes
-        if broken:
+        unit, file_key, fut, nbytes, sig = window.popleft()
+        if fut is _UNCHANGED:
+            item = None
+        elif broken:
+            ahead[0] -= nbytes
             item = run.read(unit)
         else:
+            ahead[0] -= nbytes
             if drained and not early_flush and not fut.done() and run.pending:
                 # every file is submitted and the workers are busy: write what is pending now, not after the
                 # last file (once: each batch costs a fixed time)
@@ -224,7 +247,7 @@ def read_in_parallel(run: _Run, units: list[Unit], workers: Workers,
                 if content_hash is None:
                     run.finish(unit, file_key, 0, "", 0, parsed)
                 else:
-                    latest = run.check(file_key, content_hash, size)
+                    latest = run.check(file_key, content_hash, size, sig)
                     if latest is not None:
                         if parsed is None:  # not expected (what is stored only grows): read it here
                             try:
@@ -233,7 +256,7 @@ def read_in_parallel(run: _Run, units: list[Unit], workers: Workers,
                             except OSError as e:
                                 parsed = Parsed(failure=(str(e.filename or unit.main),
                                                           f"cannot read: {e.strerror or e}"))
-                        item = run.finish(unit, file_key, latest, content_hash, size, parsed)
+                        item = run.finish(unit, file_key, latest, content_hash, size, parsed, sig)
         if not broken or not window:
             submit()  # once broken, the files not yet submitted are queued unread (read here)
         if item is not None:

@@ -195,4 +195,11 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        9,
+        "a keyed signature of each source file's stat, so that an unchanged file is not read again",
+        """
+        ALTER TABLE source_files ADD COLUMN stat_sig VARCHAR;
+        """,
+    ),
 ]
