@@ -270,4 +270,8 @@ def _num(v):
 
 
 def _pct(part, whole):
+    # a difference of summed floats below the intervals' noise floor is no change (two runs that
+    # price every session alike can differ by 1e-16 when summed in another order)
+    if whole and abs(part) <= iv.NOISE * abs(whole):
+        return 0.0
     return float(part / whole) if whole else None

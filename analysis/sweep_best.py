@@ -16,6 +16,7 @@ from typing import Any
 from replay.policies import REGISTRY
 
 from .answer import interval_text, pct, ttl_text
+from .tables import show_value
 
 
 def _runs(rows: list[dict], sid: str) -> list[dict]:
@@ -37,7 +38,7 @@ def _varying(runs: list[dict]) -> tuple[list[str], bool]:
 
 
 def _label(r: dict, keys: list[str], cache: bool) -> str:
-    text = ", ".join(f"{k}={r['params'].get(k)}" for k in keys) or "defaults"
+    text = ", ".join(f"{k}={show_value(r['policy'], k, r['params'].get(k))}" for k in keys) or "defaults"
     return f"{text}, {ttl_text(r['cache_config'])}" if cache else text
 
 
