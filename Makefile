@@ -20,7 +20,7 @@ demo: install
 	$(BIN)/ctxreplay demo
 
 test: install-dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadfile  # a test file stays on one worker (its fixtures are built once)
 
 bench: install
 	$(BIN)/python bench/ingest.py
