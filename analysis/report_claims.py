@@ -25,6 +25,21 @@ def _span(ivl: dict | None) -> str:
     return "" if not ivl else f" [{ivl['low']:,.2f}, {ivl['high']:,.2f}]"
 
 
+def cells(c: dict[str, Any]) -> tuple[str, str, str, tuple[str, str]]:
+    """One claim's cells as the report and `ctxreplay claims` print them: the published figure, the
+    own-metric figure [95%], the cost saved with caching [95%], and the verdict (word, reason)."""
+    fig, m, cost = c["figure"], c["own_metric"], c["cost"]
+    pub = "-" if not fig else (f"{fig['low']:,.4g}" if fig["low"] == fig["high"]
+                               else f"{fig['low']:,.4g}-{fig['high']:,.4g}")
+    got = "-" if not m or m["value"] is None else f"{m['value']:,.2f}{_span(m['interval'])} {m['unit']}"
+    usd = "-" if not cost or cost["saved_pct"] is None else (
+        f"{_usd(cost['saved_usd'])} ({cost['saved_pct']:+.2f}%{_span(cost['interval_pct'])})")
+    reason = f": {c['reason']}"
+    if c.get("cost_verdict"):
+        reason += f"; {c['cost_verdict']['verdict']} {c['cost_verdict']['reason']}"
+    return pub, got, usd, (c["verdict"] or "not measured", reason)
+
+
 def section(claims: list[dict[str, Any]]) -> list[str]:
     md = ["## Published claims", "",
           "Each published claim measured on these logs in its own metric, then as billed cost with prompt caching "
@@ -33,15 +48,8 @@ def section(claims: list[dict[str, Any]]) -> list[str]:
           "| claim | published | measured here (own metric) | cost saved with caching | verdict |",
           "|---|---|---|---|---|"]
     for c in claims:
-        fig, m, cost = c["figure"], c["own_metric"], c["cost"]
-        pub = "-" if not fig else (f"{fig['low']:,.4g}" if fig["low"] == fig["high"]
-                                   else f"{fig['low']:,.4g}-{fig['high']:,.4g}")
-        got = "-" if not m or m["value"] is None else f"{m['value']:,.2f}{_span(m['interval'])} {m['unit']}"
-        usd = "-" if not cost or cost["saved_pct"] is None else (
-            f"{_usd(cost['saved_usd'])} ({cost['saved_pct']:+.2f}%{_span(cost['interval_pct'])})")
-        verdict = f"**{c['verdict'] or 'not measured'}**: {c['reason']}"
-        if c.get("cost_verdict"):
-            verdict += f"; {c['cost_verdict']['verdict']} {c['cost_verdict']['reason']}"
+        pub, got, usd, verdict = cells(c)
         text = f"{c['source']}: {c['claim']}"
-        md.append("| " + " | ".join(x.replace("|", "/") for x in (text, pub, got, usd, verdict)) + " |")
+        md.append("| " + " | ".join(x.replace("|", "/") for x in (text, pub, got, usd, f"**{verdict[0]}**{verdict[1]}"))
+                  + " |")
     return md + [""]

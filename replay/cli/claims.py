@@ -81,27 +81,12 @@ def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price
 def register_table(claims: list[dict], title: str) -> Table:
     t = Table("claim", "published", "measured here (own metric) [95%]", "cost saved with caching [95%]", "verdict",
               title=title)
+    from analysis.report_claims import cells
+
     for c in claims:
-        m, cost = c["own_metric"], c["cost"]
-        fig = c["figure"]
-        pub = "-" if not fig else (f"{fig['low']:,.4g}" if fig["low"] == fig["high"]
-                                   else f"{fig['low']:,.4g}-{fig['high']:,.4g}")
-        got = "-" if not m or m["value"] is None else f"{m['value']:,.2f}{_span(m['interval'], 2)} {m['unit']}"
-        usd = "-" if not cost or cost["saved_pct"] is None else (
-            f"{_usd(cost['saved_usd'])} ({cost['saved_pct']:+.2f}%{_span(cost['interval_pct'], 2)})")
-        verdict = f"{c['verdict'] or 'pending'}: {c['reason']}"
-        if c.get("cost_verdict"):
-            verdict += f"; {c['cost_verdict']['verdict']} {c['cost_verdict']['reason']}"
-        t.add_row(esc(c["id"]), esc(pub), esc(got), esc(usd), esc(verdict))
+        pub, got, usd, (word, reason) = cells(c)
+        t.add_row(esc(c["id"]), esc(pub), esc(got), esc(usd), esc(word + reason))
     return t
-
-
-def _usd(v: float) -> str:
-    return f"{'-' if v < 0 else ''}${abs(v):,.2f}"
-
-
-def _span(ivl: dict | None, nd: int) -> str:
-    return "" if not ivl else f" [{ivl['low']:,.{nd}f}, {ivl['high']:,.{nd}f}]"
 
 
 def _cell(x: dict | None, f: str) -> str:
