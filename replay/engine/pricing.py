@@ -297,7 +297,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     r_pos, r_part, r_model, r_ts = st.r_pos, st.r_partition, st.r_model, rules.send
     r_unc, r_read, r_out, eff = st.r_uncached, st.r_read, st.r_output, ctx.eff
     forks, refresh, drops, evicts, rare = rules.forks, rules.refresh, rules.drops, rules.evicts, rules.rare
-    reasoning_cuts, second, r_s0 = rules.reasoning_cuts, rules.second, rules.s0
+    reasoning_cuts, second, r_s0, tail_lo, tokens = rules.reasoning_cuts, rules.second, rules.s0, rules.tail_lo, st.tokens
     routing_miss = cfg.openai_routing_miss if cfg.observed_evictions == "none" else 0.0
     # other sessions keep the client's instructions warm (CacheConfig.openai_warm_prefix)
     warm_kept = cfg.openai_warm_prefix == "kept"
@@ -312,11 +312,16 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         if total < 0.0:
             total = 0.0
         unc_rec, rr, t = r_unc[k], r_read[k], r_ts[k]
-        if unc_rec > 0 and not auto[model] and ctx.metrics["blocks_changed"]:
-            # only a policy that changed a block can have changed the tail
-            unc_rec = uncached_tail(st, eff, k, unc_rec)
-        ttl = ttls[k]
         pos, part = r_pos[k], r_part[k]
+        if unc_rec > 0 and not auto[model] and ctx.metrics["blocks_changed"]:
+            # only a policy that changed a block of the tail can have changed it (the walk over
+            # it gives the log's tail, as a float, where none changed)
+            lo = tail_lo[k]
+            if eff[lo:pos] == tokens[lo:pos]:
+                unc_rec = float(unc_rec)
+            else:
+                unc_rec = uncached_tail(st, eff, k, unc_rec)
+        ttl = ttls[k]
         if warm_log and rr > 0 and (first or evictions):
             # cached per the log though this stream did not write it: kept warm by other sessions
             # in the policy's world: a policy that shrank the overhead shrank what was warm too

@@ -32,12 +32,14 @@ class StreamRules:
     TTL (None: at ``send``); ``forks``: the turn-end write before it, (u, t_end) or (-1, 0);
     ``drops``: the message entries are invalid before it (a thinking switch or a client
     rewrite); ``evicts``: an observed eviction applies before it; ``reasoning_cuts`` and
-    ``second``: OpenAI's rules; ``s0``: where its partition starts; ``rare``: any of forks,
+    ``second``: OpenAI's rules; ``s0``: where its partition starts; ``tail_lo``: the first block
+    of its recorded uncached tail (`pricing.uncached_tail` looks at blocks tail_lo..pos-1 only,
+    so where the policy changed none of them the tail is the log's); ``rare``: any of forks,
     drops, evicts, reasoning_cuts or second applies (the step looks at them only there).
     Read-only: shared by every replay of the stream under the setting."""
 
     __slots__ = ("send", "refresh", "forks", "drops", "evicts", "reasoning_cuts", "second", "s0", "rare",
-                 "evictions")
+                 "evictions", "tail_lo")
 
     def __init__(self, st: Stream, vocab: Vocab, cfg: CacheConfig, openai: list[bool]):
         n = st.n_requests
@@ -57,6 +59,7 @@ class StreamRules:
         self.second = openai_second_requests(st, cfg, openai)
         ps = st.part_start
         self.s0 = [ps.get(p, 0) for p in st.r_partition]
+        self.tail_lo = tail_starts(st, self.s0)
         self.rare = [f[0] >= 0 or d or e or c >= 0 or s for f, d, e, c, s in
                      zip(self.forks, self.drops, self.evicts, self.reasoning_cuts, self.second)]
 
@@ -70,3 +73,20 @@ def stream_rules(st: Stream, vocab: Vocab, cfg: CacheConfig, openai: list[bool])
     if got is None:
         got = memo[key] = StreamRules(st, vocab, cfg, openai)
     return got
+
+
+def tail_starts(st: Stream, s0: list[int]) -> list[int]:
+    """Per request, the first block `pricing.uncached_tail` visits (the same walk back from the
+    request over the baseline sizes until its recorded uncached tokens are covered)."""
+    tokens, out = st.tokens, []
+    for k, pos in enumerate(st.r_pos):
+        left = st.r_uncached[k]
+        b = pos - 1
+        lo = s0[k]
+        while b >= lo and left > 0.0:
+            size = tokens[b]
+            if size > 0.0:
+                left -= size
+            b -= 1
+        out.append(b + 1)
+    return out
