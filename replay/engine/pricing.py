@@ -110,12 +110,8 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
     out = list(overhead_of)
     if cfg.system_prefix == "overhead":
         return out
-    seen: set[int] = set()
-    for k in range(st.n_requests):
+    for k in first_usage(st):
         m = st.r_model[k]
-        if m in seen or not st.r_has_usage[k]:  # the first request with usage, as for the overhead
-            continue
-        seen.add(m)
         logged, rr = st.overhead.get(m, 0.0), float(st.r_read[k])
         if 0.0 < rr < logged:
             out[m] = max(0.0, rr - (logged - overhead_of[m]))
@@ -129,6 +125,22 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
             if v is not None:
                 out[m] = max(0.0, v - (logged - overhead_of[m]))
     return out
+
+
+def first_usage(st: Stream) -> list[int]:
+    """The stream's first request with usage of each model, in order (the one the overhead and
+    the system prefix are read at), memoized: asked per stream and configuration."""
+    got = st.__dict__.get("_first_usage")
+    if got is None:
+        seen: set[int] = set()
+        got = []
+        for k in range(st.n_requests):
+            m = st.r_model[k]
+            if m not in seen and st.r_has_usage[k]:
+                seen.add(m)
+                got.append(k)
+        st.__dict__["_first_usage"] = got
+    return got
 
 
 def _evict(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead: float, logged: float,
@@ -301,7 +313,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     routing_miss = cfg.openai_routing_miss if cfg.observed_evictions == "none" else 0.0
     # other sessions keep the client's instructions warm (CacheConfig.openai_warm_prefix)
     warm_kept = cfg.openai_warm_prefix == "kept"
-    frame = bool(st.r_residual)
+    frames, metrics = rules.frames, ctx.metrics
     first = True
     n_req = 0
     s_total = s_unc = s_read = s_w5 = s_w1h = s_out = s_cost = s_busts = s_bust_tokens = 0.0
@@ -313,7 +325,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             total = 0.0
         unc_rec, rr, t = r_unc[k], r_read[k], r_ts[k]
         pos, part = r_pos[k], r_part[k]
-        if unc_rec > 0 and not auto[model] and ctx.metrics["blocks_changed"]:
+        if unc_rec > 0 and not auto[model] and metrics["blocks_changed"]:
             # only a policy that changed a block of the tail can have changed it (the walk over
             # it gives the log's tail, as a float, where none changed)
             lo = tail_lo[k]
@@ -343,10 +355,9 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 warm = overhead
             cache.warm(model, warm, t, KEPT_MS if warm_kept and openai[model] else ttl)
         first = False
-        if frame and not auto[model] and k > 0 and r_part[k - 1] == part and residual[k] < residual[k - 1] \
-                and cache.entries:
-            _frame_check(cache, st, eff, k, overhead_of)
         if rare[k] or pinger is not None:
+            if frames[k] and not auto[model] and cache.entries:
+                _frame_check(cache, st, eff, k, overhead_of)
             u, t_end = forks[k]
             fork = u >= 0 and not auto[model]
             pinging = pinger is not None and k > 0 and (ping_gaps is None or ping_gaps[k])

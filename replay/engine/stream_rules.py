@@ -34,12 +34,14 @@ class StreamRules:
     rewrite); ``evicts``: an observed eviction applies before it; ``reasoning_cuts`` and
     ``second``: OpenAI's rules; ``s0``: where its partition starts; ``tail_lo``: the first block
     of its recorded uncached tail (`pricing.uncached_tail` looks at blocks tail_lo..pos-1 only,
-    so where the policy changed none of them the tail is the log's); ``rare``: any of forks,
-    drops, evicts, reasoning_cuts or second applies (the step looks at them only there).
+    so where the policy changed none of them the tail is the log's); ``frames``: the anchoring
+    residual fell since the previous request of its partition (`pricing._frame_check`);
+    ``rare``: any of frames, forks, drops, evicts, reasoning_cuts or second applies (the step
+    looks at them only there).
     Read-only: shared by every replay of the stream under the setting."""
 
     __slots__ = ("send", "refresh", "forks", "drops", "evicts", "reasoning_cuts", "second", "s0", "rare",
-                 "evictions", "tail_lo")
+                 "evictions", "tail_lo", "frames")
 
     def __init__(self, st: Stream, vocab: Vocab, cfg: CacheConfig, openai: list[bool]):
         n = st.n_requests
@@ -60,8 +62,10 @@ class StreamRules:
         ps = st.part_start
         self.s0 = [ps.get(p, 0) for p in st.r_partition]
         self.tail_lo = tail_starts(st, self.s0)
-        self.rare = [f[0] >= 0 or d or e or c >= 0 or s for f, d, e, c, s in
-                     zip(self.forks, self.drops, self.evicts, self.reasoning_cuts, self.second)]
+        res, part = st.r_residual, st.r_partition
+        self.frames = [bool(res) and k > 0 and part[k - 1] == part[k] and res[k] < res[k - 1] for k in range(n)]
+        self.rare = [fr or f[0] >= 0 or d or e or c >= 0 or s for fr, f, d, e, c, s in
+                     zip(self.frames, self.forks, self.drops, self.evicts, self.reasoning_cuts, self.second)]
 
 
 def stream_rules(st: Stream, vocab: Vocab, cfg: CacheConfig, openai: list[bool]) -> StreamRules:
