@@ -18,18 +18,12 @@ from typing import TYPE_CHECKING
 from replay.engine.calibration import (
     base_csum,
     base_prefix,
-    fork_writes,
     observed_write_position,
-    openai_reasoning_cuts,
-    openai_second_requests,
     observed_write_position_at,
-    client_rewrites,
-    refresh_times,
     send_times,
-    thinking_switches,
-    unknown_times,
     tolerance,
 )
+from replay.engine.stream_rules import stream_rules
 from replay.model.arrays import Stream, Vocab
 from replay.model.cache import (
     OPENAI_MIN, OPENAI_RETENTION_MS, OPENAI_RETENTIONS, TTL_MS, CacheConfig, StreamCache, openai_grid
@@ -116,12 +110,8 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
     out = list(overhead_of)
     if cfg.system_prefix == "overhead":
         return out
-    seen: set[int] = set()
-    for k in range(st.n_requests):
+    for k in first_usage(st):
         m = st.r_model[k]
-        if m in seen or not st.r_has_usage[k]:  # the first request with usage, as for the overhead
-            continue
-        seen.add(m)
         logged, rr = st.overhead.get(m, 0.0), float(st.r_read[k])
         if 0.0 < rr < logged:
             out[m] = max(0.0, rr - (logged - overhead_of[m]))
@@ -135,6 +125,22 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
             if v is not None:
                 out[m] = max(0.0, v - (logged - overhead_of[m]))
     return out
+
+
+def first_usage(st: Stream) -> list[int]:
+    """The stream's first request with usage of each model, in order (the one the overhead and
+    the system prefix are read at), memoized: asked per stream and configuration."""
+    got = st.__dict__.get("_first_usage")
+    if got is None:
+        seen: set[int] = set()
+        got = []
+        for k in range(st.n_requests):
+            m = st.r_model[k]
+            if m not in seen and st.r_has_usage[k]:
+                seen.add(m)
+                got.append(k)
+        st.__dict__["_first_usage"] = got
+    return got
 
 
 def _evict(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead: float, logged: float,
@@ -298,21 +304,16 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             ttls, ping_gaps = client.plan(st)
     pinger = Pinger(keep, rates, auto, min_c) if keep is not None or ping_gaps is not None else None
     residual = st.r_residual or [0.0] * st.n_requests
-    evictions, warm_log, evict = cfg.observed_evictions == "log" and bool(st.r_evict), cfg.warm_start == "log", st.r_evict
-    r_pos, r_part, r_model, r_ts = st.r_pos, st.r_partition, st.r_model, send_times(st, cfg)
+    rules = stream_rules(st, vocab, cfg, openai)
+    evictions, warm_log = rules.evictions, cfg.warm_start == "log"
+    r_pos, r_part, r_model, r_ts = st.r_pos, st.r_partition, st.r_model, rules.send
     r_unc, r_read, r_out, eff = st.r_uncached, st.r_read, st.r_output, ctx.eff
-    forks = fork_writes(st, cfg)
-    refresh = refresh_times(st, cfg)
-    switches = thinking_switches(st, vocab.models, cfg)
-    rewrites = client_rewrites(st, vocab.tool_names, cfg)
-    # where the log gives no time, the TTL model cannot judge: the recorded read decides
-    untimed = unknown_times(st, cfg) if st.r_evict else [False] * st.n_requests
-    reasoning_cuts = openai_reasoning_cuts(st, cfg, openai)
-    second = openai_second_requests(st, cfg, openai)
+    forks, refresh, drops, evicts, rare = rules.forks, rules.refresh, rules.drops, rules.evicts, rules.rare
+    reasoning_cuts, second, r_s0, tail_lo, tokens = rules.reasoning_cuts, rules.second, rules.s0, rules.tail_lo, st.tokens
     routing_miss = cfg.openai_routing_miss if cfg.observed_evictions == "none" else 0.0
     # other sessions keep the client's instructions warm (CacheConfig.openai_warm_prefix)
     warm_kept = cfg.openai_warm_prefix == "kept"
-    frame = bool(st.r_residual)
+    frames, metrics = rules.frames, ctx.metrics
     first = True
     n_req = 0
     s_total = s_unc = s_read = s_w5 = s_w1h = s_out = s_cost = s_busts = s_bust_tokens = 0.0
@@ -323,43 +324,62 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         if total < 0.0:
             total = 0.0
         unc_rec, rr, t = r_unc[k], r_read[k], r_ts[k]
-        if unc_rec > 0 and not auto[model] and ctx.metrics["blocks_changed"]:
-            # only a policy that changed a block can have changed the tail
-            unc_rec = uncached_tail(st, eff, k, unc_rec)
+        pos, part = r_pos[k], r_part[k]
+        if unc_rec > 0 and not auto[model] and metrics["blocks_changed"]:
+            # only a policy that changed a block of the tail can have changed it (the walk over
+            # it gives the log's tail, as a float, where none changed)
+            lo = tail_lo[k]
+            if eff[lo:pos] == tokens[lo:pos]:
+                unc_rec = float(unc_rec)
+            else:
+                unc_rec = uncached_tail(st, eff, k, unc_rec)
         ttl = ttls[k]
         if warm_log and rr > 0 and (first or evictions):
             # cached per the log though this stream did not write it: kept warm by other sessions
             # in the policy's world: a policy that shrank the overhead shrank what was warm too
-            warm = in_policy_world(st, eff, k, float(rr), overhead, logged_of[model], overhead)
-            cache.warm(model, min(warm, total - unc_rec, overhead), t,
-                       KEPT_MS if warm_kept and openai[model] else ttl)
+            # (`in_policy_world` capped at the overhead; its two cheap cases inline: this runs at
+            # nearly every request of the calibrated replay)
+            res, logged, frr = residual[k], logged_of[model], float(rr)
+            if frr <= logged + res or pos <= r_s0[k]:
+                warm = frr - (logged - overhead)
+                if not warm > 0.0:
+                    warm = 0.0
+            elif overhead + res >= overhead:
+                warm = overhead
+            else:
+                warm = in_policy_world(st, eff, k, frr, overhead, logged, overhead)
+            x = total - unc_rec
+            if x < warm:
+                warm = x
+            if overhead < warm:
+                warm = overhead
+            cache.warm(model, warm, t, KEPT_MS if warm_kept and openai[model] else ttl)
         first = False
-        pos, part = r_pos[k], r_part[k]
-        if frame and not auto[model] and k > 0 and r_part[k - 1] == part and residual[k] < residual[k - 1] \
-                and cache.entries:
-            _frame_check(cache, st, eff, k, overhead_of)
-        u, t_end = forks[k]
-        fork = u >= 0 and not auto[model]
-        pinging = pinger is not None and k > 0 and (ping_gaps is None or ping_gaps[k])
-        if pinging:
-            # keep-alive pings through the idle gap before this request, up to its turn-end write
-            pinger.gap(cache, st, k, r_ts[k - 1], r_ts[k - 1], t_end if fork and t_end < t else t, ping_gaps is not None,
-                       ttls[k - 1])
-        if fork:
-            # the unlogged turn-end request cached the conversation up to the last answer
-            cacheable = total - unc_rec
-            prefix = _prefix(st, eff, k, u, overhead)
-            cache.request(model, part, u, t_end, prefix if prefix < cacheable else cacheable, 0.0, sys_of[model],
-                          ttl, min_c[model], None, 0.0, sys_ttl_ms=sys_ttl)
-            if pinging and t_end < t:
-                # and from the turn-end write (a use of the cache) on
-                pinger.gap(cache, st, k, r_ts[k - 1], t_end, t, ping_gaps is not None, ttls[k - 1])
-        if (switches[k] or rewrites[k]) and not auto[model]:
-            # thinking switched on or off, or the client re-rendered the conversation from its
-            # first message: the message entries are invalid, the system's stay
-            cache.drop_messages(model)
-        if (evictions or untimed[k]) and evict[k] < pos:
-            _evict(cache, st, eff, k, overhead, logged_of[model], t, auto[model])
+        if rare[k] or pinger is not None:
+            if frames[k] and not auto[model] and cache.entries:
+                _frame_check(cache, st, eff, k, overhead_of)
+            u, t_end = forks[k]
+            fork = u >= 0 and not auto[model]
+            pinging = pinger is not None and k > 0 and (ping_gaps is None or ping_gaps[k])
+            if pinging:
+                # keep-alive pings through the idle gap before this request, up to its turn-end write
+                pinger.gap(cache, st, k, r_ts[k - 1], r_ts[k - 1], t_end if fork and t_end < t else t,
+                           ping_gaps is not None, ttls[k - 1])
+            if fork:
+                # the unlogged turn-end request cached the conversation up to the last answer
+                cacheable = total - unc_rec
+                prefix = _prefix(st, eff, k, u, overhead)
+                cache.request(model, part, u, t_end, prefix if prefix < cacheable else cacheable, 0.0, sys_of[model],
+                              ttl, min_c[model], None, 0.0, sys_ttl_ms=sys_ttl)
+                if pinging and t_end < t:
+                    # and from the turn-end write (a use of the cache) on
+                    pinger.gap(cache, st, k, r_ts[k - 1], t_end, t, ping_gaps is not None, ttls[k - 1])
+            if drops[k] and not auto[model]:
+                # thinking switched on or off, or the client re-rendered the conversation from its
+                # first message: the message entries are invalid, the system's stay
+                cache.drop_messages(model)
+            if evicts[k]:
+                _evict(cache, st, eff, k, overhead, logged_of[model], t, auto[model])
         if evictions and not auto[model] and rr > 0:
             p_obs = -1
             if record is not None:
@@ -374,11 +394,12 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         elif record is not None:
             record.append(-1)
         if auto[model]:
-            if reasoning_cuts[k] >= 0:
-                # a new user turn: the earlier turns' reasoning left the prompt
-                cache.cut_after(part, reasoning_cuts[k])
-            if second[k]:
-                cache.drop_messages(model)
+            if rare[k]:
+                if reasoning_cuts[k] >= 0:
+                    # a new user turn: the earlier turns' reasoning left the prompt
+                    cache.cut_after(part, reasoning_cuts[k])
+                if second[k]:
+                    cache.drop_messages(model)
             step, base = grids[model]
             read, written, uncached, bust = cache.request_auto(
                 model, part, pos, t, total, retention[model] if auto_log else ttl, changed_from, removed,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from bisect import insort
+from operator import itemgetter
 from dataclasses import asdict, dataclass
 
 SYS = -1  # partition key of the system+tools prefix entry
@@ -213,6 +214,9 @@ def _neg_tokens(e: list) -> float:
     return -e[3]
 
 
+_expiry = itemgetter(4)
+
+
 class StreamCache:
     """Cache state of one stream. ``request`` returns (read, written, uncached, bust_tokens)."""
 
@@ -242,8 +246,16 @@ class StreamCache:
         if self.forever:
             # every expiry and refresh is computed from these two fields
             entry[4] = entry[5] = NEVER
-        # entries are kept longest first (ties: oldest first), so the first eligible is the best
-        insort(self.entries, entry, key=_neg_tokens)
+        # entries are kept longest first (ties: oldest first), so the first eligible is the best;
+        # a request's write is most often the longest so far (the conversation grows) and a
+        # system-prefix entry the shortest: both ends are placed without a search
+        entries = self.entries
+        if not entries or entries[0][3] < entry[3]:
+            entries.insert(0, entry)
+        elif entries[-1][3] >= entry[3]:
+            entries.append(entry)
+        else:
+            insort(entries, entry, key=_neg_tokens)
         if entry[1] == SYS:
             self.sys.append(entry)
         if entry[4] < self.next_expiry:
@@ -256,7 +268,7 @@ class StreamCache:
             return
         self.entries = [e for e in self.entries if e[4] >= t]
         self.sys = [e for e in self.sys if e[4] >= t]
-        self.next_expiry = min((e[4] for e in self.entries), default=1 << 62)
+        self.next_expiry = min(map(_expiry, self.entries), default=1 << 62)
 
     def _best(self, model: int, part: int, pos: int, t: int, limit: float) -> list | None:
         lb = self.lookback
@@ -374,7 +386,8 @@ class StreamCache:
             best[4] = t + best[5]
         if total >= min_tokens:
             self._add([model, part, pos, total, t + ttl_ms, ttl_ms])
-        self._prune(t)
+        if t > self.next_expiry:
+            self._prune(t)
         return read, 0.0, total - read, bust
 
     def request(self, model: int, part: int, pos: int, t: int, total: float, uncached: float,
@@ -432,5 +445,6 @@ class StreamCache:
                     break
             else:
                 self._add([model, SYS, 0, overhead, tr + ttl_ms, ttl_ms])
-        self._prune(t)
+        if t > self.next_expiry:
+            self._prune(t)
         return read, written, unc, bust

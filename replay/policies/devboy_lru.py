@@ -72,7 +72,8 @@ CLASSIFY = ("name", "kind")
 
 
 class _State:
-    __slots__ = ("entries", "by_path", "last_mut", "read_codes", "mut_codes", "by_name", "cap", "min_bytes")
+    __slots__ = ("entries", "by_path", "last_mut", "read_codes", "mut_codes", "by_name", "cap", "min_bytes",
+                 "bkind", "codes", "resource", "nbytes", "chash", "mutation_aware", "reads_only", "lru", "hint")
 
     def __init__(self, read_codes: frozenset, mut_codes: frozenset, by_name: bool, cap: int, min_bytes: int):
         # content hash -> [original block, is a read entry, resource code]
@@ -145,7 +146,14 @@ class DevboyLru(Policy):
         else:
             reads = frozenset(TOOL_KIND_CODE[k] for k in READ_KINDS)
             muts = frozenset(TOOL_KIND_CODE[k] for k in MUTATE_KINDS)
-        ctx.state["devboy"] = _State(reads, muts, p.classify == "name", p.capacity or 0, max(1, p.min_body_chars))
+        s = ctx.state["devboy"] = _State(reads, muts, p.classify == "name", p.capacity or 0, max(1, p.min_body_chars))
+        # on_append runs per tool result per configuration of a sweep: what it reads of the
+        # stream and the parameters is looked up once here
+        st = ctx.stream
+        s.bkind, s.resource, s.nbytes, s.chash = st.bkind, st.resource, st.nbytes, st.chash
+        s.codes = st.tool if s.by_name else st.tool_kind
+        s.mutation_aware, s.reads_only, s.lru = p.mutation_aware, p.cacheable == "reads", p.eviction == "lru"
+        s.hint = ctx.units(HINT_TOKENS[p.verbosity])
 
     def on_compaction(self, ctx: Context, pos: int) -> None:
         if self.params.reset_on_compaction:
@@ -156,35 +164,33 @@ class DevboyLru(Policy):
     append_kinds = frozenset({K_TOOL_RESULT})
 
     def on_append(self, ctx: Context, i: int, size: float) -> float:
-        st = ctx.stream
-        if st.bkind[i] != K_TOOL_RESULT:
-            return size
-        p = self.params
         s: _State = ctx.state["devboy"]
-        code = st.tool[i] if s.by_name else st.tool_kind[i]
-        res = st.resource[i]
-        is_read = code in s.read_codes
+        if s.bkind[i] != K_TOOL_RESULT:
+            return size
+        code = s.codes[i]
+        res = s.resource[i]
         if res >= 0 and code in s.mut_codes:
             # mutation-aware invalidation fires first, whatever the result's size
             s.last_mut[res] = i
-            if p.mutation_aware:
+            if s.mutation_aware:
                 hashes = s.by_path.pop(res, None)
                 if hashes:
                     for h in hashes:
                         del s.entries[h]
-        if st.nbytes[i] < s.min_bytes:
+        if s.nbytes[i] < s.min_bytes:
             return size
-        if not is_read and p.cacheable == "reads":
+        is_read = code in s.read_codes
+        if not is_read and s.reads_only:
             return size
-        h = st.chash[i]
+        h = s.chash[i]
         entries = s.entries
         e = entries.get(h)
         if e is not None:
-            if p.eviction == "lru":
+            if s.lru:
                 entries.move_to_end(h)
             orig = e[0]
             count_hint(ctx, i, orig, e[1] and s.last_mut.get(e[2], -1) > orig)
-            return ctx.units(HINT_TOKENS[p.verbosity])
+            return s.hint
         if s.cap and len(entries) >= s.cap:
             old_h, old = entries.popitem(last=False)
             if old[1]:
