@@ -115,6 +115,12 @@ def test_workers_start_before_the_database_and_clean_up(tmp_path):
     from replay.store import StoreError
     from replay.store.load_parallel import Workers, _known
 
+    def started_here():
+        # an earlier test in this process (a joblib sweep under pytest-xdist) may keep its reusable
+        # workers alive: only the children started since this test began count
+        return [p for p in multiprocessing.active_children() if p.pid not in before]
+
+    before = {p.pid for p in multiprocessing.active_children()}
     keys = Keyring.for_dataset(load_or_create_master_key(tmp_path / "key"), "default")
     w = Workers(keys, "default", 2)
     try:
@@ -122,14 +128,14 @@ def test_workers_start_before_the_database_and_clean_up(tmp_path):
         assert w.ex.submit(_known).result() == {"a" * 64, "b" * 64}
     finally:
         w.close(ok=True)
-    assert not Path(w.known_path).exists() and not multiprocessing.active_children()
+    assert not Path(w.known_path).exists() and not started_here()
     logs = tmp_path / "logs"
     basic_session().write_jsonl(logs / "s1.jsonl")
     Transcript(session_id="other").write_jsonl(logs / "s2.jsonl")
     (tmp_path / "dir.duckdb").mkdir()
     with pytest.raises(StoreError):
         ingest([logs], tmp_path / "dir.duckdb", key_file=tmp_path / "key", jobs=2)
-    assert not multiprocessing.active_children()
+    assert not started_here()
 
 
 def test_start_method_forks_only_without_other_threads():
