@@ -210,3 +210,15 @@ def test_the_glossary_defines_every_figure_and_help_links_it():
                  "re-billed tokens", "idle", "n.d."):
         assert f"| {term}" in doc or f"**{term}**" in doc or f", {term}" in doc, term
     assert "docs/figures.md" in run("--help")
+
+
+def test_usage_by_session_keeps_every_figure_whole_near_120_columns(db):
+    text = run("usage", "--db", db, "--by", "session", "--no-ingest", env={"COLUMNS": ""})
+    lines = _table_lines(text)
+    # the keys (session, project pseudonyms) wrap; the figures stay whole: every row's cache read
+    # and total are printed on one line, uncut (the table was ~190 columns wide before)
+    res = json.loads(run("usage", "--db", db, "--by", "session", "--no-ingest", "--json", stdout=True))
+    for r in res["rows"]:
+        assert any(f"{r['cache_read']:,}" in x and f"{r['total_tokens']:,}" in x for x in lines), r["key"]
+    assert "…" not in "".join(lines)
+    assert max(cell_len(x) for x in lines) <= 130  # the headers' longest words set the floor

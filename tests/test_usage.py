@@ -233,7 +233,7 @@ def test_projects_are_the_keyed_pseudonym_of_the_working_directory(db, tmp_path)
         assert strict_json(run("usage", "--db", copy, "--project", p, *kf, "--json").output)["totals"]["requests"] == 3
     assert strict_json(run("usage", "--db", copy, "--project", "/home/alice", *kf, "--json").output)[
         "totals"]["requests"] == 5
-    out = run("usage", "--db", copy, "--by", "project", "--project", "/home/alice/proj", *kf).output
+    out = run("usage", "--db", copy, "--by", "project", "--project", "/home/alice/proj", *kf, "--format", "plain").output
     assert "/home/alice/proj (" in out  # the path the user typed, beside its pseudonym
     other_key = tmp_path / "other.key"
     other_key.write_text("ab" * 32 + "\n")

@@ -12,6 +12,7 @@ import click
 from rich.table import Table
 
 from replay.cli.autoingest import auto_ingest_option
+from replay.cli.fmt import fit
 from replay.cli.common import (
     DB_OPTION, dataset_option, echo_json, err, esc, fail, fail_on, fmt_ts, format_option, json_option, open_db, out,
     pick_dataset, print_table, slice_options
@@ -275,6 +276,8 @@ def _print_usage(res: dict, filters) -> None:
         c.footer = ""
         if i >= len(keys):
             c.justify = "right"
+        else:
+            c.overflow = "fold"  # a long key wraps rather than being cut
     t.columns[0].footer = "total"
     for (f, _), c in zip(COLUMNS, t.columns[len(keys):]):
         c.footer = f"{tot[f]:,}"
@@ -282,10 +285,12 @@ def _print_usage(res: dict, filters) -> None:
     for r in res["rows"]:
         t.add_row(*(esc(x) for x in _key_cells(r, by, filters.project_names)), *(f"{r[f]:,}" for f, _ in COLUMNS),
                   money(r))
+    for c in t.columns[len(keys):]:  # a figure is never wrapped or cut: its column is as wide as its widest cell
+        c.min_width = max(len(x) for x in [*c._cells, c.footer, *str(c.header).split()])
     if not res["rows"]:
         out.print(f"no recorded responses in {esc(res['dataset'])} match these filters")
         return
-    print_table(t)
+    print_table(fit(t))  # 120 columns: the keys wrap, the figures stay whole
     if by in ("day", "week", "month") and res["filters"]["timezone"] != "UTC":
         out.print(f"times in {esc(res['filters']['timezone'])}")
     for n in res["notes"]:
