@@ -151,9 +151,10 @@ def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
             row["delta"] = {f: _num(d[f] - base[f]) for f in ("tokens_delivered", "context_tokens", "input_total",
                                                               "cache_read", "cache_write", "uncached", "cost")}
             row["saved_pct"] = {
-                "tokens_delivered": _pct(base["tokens_delivered"] - d["tokens_delivered"], base["tokens_delivered"]),
-                "context_tokens": _pct(base["context_tokens"] - d["context_tokens"], base["context_tokens"]),
-                "cost": _pct(base["cost"] - d["cost"], base["cost"]),
+                "tokens_delivered": iv.share(base["tokens_delivered"] - d["tokens_delivered"],
+                                             base["tokens_delivered"]),
+                "context_tokens": iv.share(base["context_tokens"] - d["context_tokens"], base["context_tokens"]),
+                "cost": iv.share(base["cost"] - d["cost"], base["cost"]),
             }
         rows.append(row)
     add_intervals(con, rows)
@@ -268,10 +269,3 @@ def _num(v):
         return None
     return float(v)
 
-
-def _pct(part, whole):
-    # a difference of summed floats below the intervals' noise floor is no change (two runs that
-    # price every session alike can differ by 1e-16 when summed in another order)
-    if whole and abs(part) <= iv.NOISE * abs(whole):
-        return 0.0
-    return float(part / whole) if whole else None

@@ -49,6 +49,15 @@ NOISE = 1e-12  # per-session |difference| below this share of the baseline is fl
 FIGURES = ("cost", "context_tokens", "tokens_delivered")
 
 
+def share(part: float, whole: float) -> float | None:
+    """``part / whole`` (None when ``whole`` is 0), and 0 when ``part`` is below the noise floor:
+    two runs that price every session alike can differ by 1e-16 when summed in another order, and
+    a saving must never fall outside its own [0, 0] interval."""
+    if not whole:
+        return None
+    return 0.0 if abs(part) <= NOISE * abs(whole) else float(part / whole)
+
+
 def resample_counts(n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED) -> np.ndarray:
     """(n_resamples, n) matrix: how often each of ``n`` sessions is drawn in each resample
     (``n`` draws with replacement per row)."""

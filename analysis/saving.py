@@ -36,4 +36,4 @@ def run_saving(con, run_id: str, *, interval: bool = True) -> dict[str, Any] | N
     if interval and base != run_id:
         ci = iv.saving_intervals(con, {run_id: base}).get(run_id, {}).get("cost")  # all figures: compare's draw
     return {"baseline_run": base, "baseline_cost": b, "cost": c, "saved_usd": b - c,
-            "saved_pct": (b - c) / b if b else None, "interval": ci}
+            "saved_pct": iv.share(b - c, b), "interval": ci}
