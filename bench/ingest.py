@@ -25,7 +25,10 @@ installed, fails or reads no usage, it says so.
 
     python bench/ingest.py ../shared/logs/entire-cli --jobs 2 [--repeat 5]
 
-``--stages`` instead prints the CPU seconds of a fresh one-process ingest and of its stages.
+``--stages`` instead prints the CPU seconds of a fresh one-process ingest and of its stages, and
+the floor they set: the compiled work no Python change removes (hashing, JSON, tokenizer,
+DuckDB) spread over ``--cores`` (default 2) plus the process start-up, against `ccusage daily`
+where it is on PATH.
 
     python bench/ingest.py ../shared/logs/entire-cli --stages
 """
@@ -250,7 +253,7 @@ def parallel(path: Path, jobs: int, repeat: int) -> None:
                   f"(median of {len(r)} paired ratios; {min(r):.2f}-{max(r):.2f})")
 
 
-def stages(path: Path) -> None:
+def stages(path: Path, cores: int = 2) -> None:
     """CPU seconds of a fresh one-process ingest of ``path``, and of its stages (a stage's time
     includes the stages it calls: token counting is part of parsing)."""
     import functools
@@ -292,6 +295,40 @@ def stages(path: Path) -> None:
           f"{total:.2f} s of CPU")
     for label, secs in spent.items():
         print(f"{label}: {secs:.2f} s")
+    floor(path, spent, cores)
+
+
+def floor(path: Path, spent: dict[str, float], cores: int) -> None:
+    """The least a fresh ingest of this design can take: the work done in compiled code that
+    no Python change removes (hash the bytes, parse every line's JSON, load the tokenizer and
+    count the block texts, DuckDB's writes), spread perfectly over ``cores``, plus the start-up
+    of the process; and that bound against `ccusage daily` when it is on PATH."""
+    work = sum(spent[k] for k in spent if k.startswith(("hash the files", "  parse JSON", "  count tokens", "write")))
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import replay.cli.main, replay.store.load, replay.ingest.readers.claude_code"],
+                   check=True)
+    start = time.perf_counter() - t
+    bound = start + work / cores
+    print(f"floor: {work:.2f} s of CPU in compiled code (hashing, JSON, tokenizer, DuckDB) + {start:.2f} s start-up "
+          f"-> no fresh ingest of this design beats {bound:.2f} s of wall time on {cores} cores")
+    ccusage = shutil.which("ccusage")
+    if ccusage is None:
+        print("ccusage: not on PATH: no comparison")
+        return
+    with tempfile.TemporaryDirectory(prefix="ctxreplay-bench-") as d:
+        projects = Path(d) / "claude" / "projects" / "bench"
+        projects.mkdir(parents=True)
+        logs = sorted(f for f in (path.rglob("*") if path.is_dir() else [path]) if f.suffix in (".jsonl", ".json"))
+        for i, f in enumerate(logs):  # copies: ccusage's native builds skip symbolic links
+            shutil.copy2(f, projects / f"{i:05d}-{f.name}")
+        cenv = {**os.environ, "CLAUDE_CONFIG_DIR": str(Path(d) / "claude")}
+        why_not = _ccusage(ccusage, cenv)
+        if why_not is not None:
+            print(f"ccusage: {why_not}: no comparison")
+            return
+        secs = [_run([ccusage, "daily", "--json", "--offline"], cenv)[0] for _ in range(5)]
+    c = statistics.median(secs)
+    print(f"ccusage daily --json --offline: {_stats(secs)} -> the floor is {bound / c:.2f}x ccusage's median time")
 
 
 def main() -> None:
@@ -305,10 +342,12 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=0,
                     help="time whole-process `ingest` fresh (--jobs 1, --jobs N) and unchanged, against `ccusage daily` "
                          "where installed, instead")
-    ap.add_argument("--stages", action="store_true", help="CPU seconds per stage of a fresh ingest instead")
+    ap.add_argument("--stages", action="store_true",
+                    help="CPU seconds per stage of a fresh ingest, and the floor they set, instead")
+    ap.add_argument("--cores", type=int, default=2, help="cores the --stages floor spreads the compiled work over")
     args = ap.parse_args()
     if args.stages:
-        stages(args.path)
+        stages(args.path, args.cores)
         return
     if args.jobs:
         if not args.path.exists():
