@@ -29,6 +29,7 @@ def _isolated_defaults(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(base / "no-claude"))
     monkeypatch.setenv("CODEX_HOME", str(base / "no-codex"))
     monkeypatch.delenv("CTXREPLAY_DB", raising=False)
+    monkeypatch.setenv("CTXREPLAY_CACHE_DIR", str(base / "cache"))  # the rates cache (replay/model/rates_cache.py)
 
 
 def shared_logs(sub: str = "claude-code") -> Path:

@@ -222,8 +222,26 @@ class PriceTable:
             key = (model, self.price_date, json.dumps(self.overrides, sort_keys=True), self.override_file)
             r = _RESOLVED.get(key)
             if r is None:
-                r = _RESOLVED[key] = self._resolve(model)
+                r = _RESOLVED[key] = self._resolve_cached(model)
             self._cache[model] = r
+        return r
+
+    def _resolve_cached(self, key: str) -> Rates:
+        """`_resolve`, through the on-disk cache of library rates (`replay.model.rates_cache`)
+        when no price file overrides the model."""
+        if split_price_key(key)[0] in self.overrides:
+            return self._resolve(key)
+        from replay.model import rates_cache
+
+        k = rates_cache.key(library_version(), key, self.price_date)
+        hit = rates_cache.get(k)
+        if hit is not None:
+            try:
+                return Rates(**hit)
+            except TypeError:  # written by another layout of Rates: resolve again
+                pass
+        r = self._resolve(key)
+        rates_cache.put(k, asdict(r))
         return r
 
     def _resolve(self, key: str) -> Rates:

@@ -1,0 +1,99 @@
+"""Library rates kept on disk between processes, so a command that prices does not import genai-prices.
+
+Resolving a model's rates imports genai-prices and walks its price data: about 0.5 s of each
+`ctxreplay usage` on a stored database, most of its time (`python -X importtime -m replay.cli
+usage --json`). What a resolution returns depends only on the library's version, this
+package's pricing code and the price date, so it is kept in one JSON file under the user's
+cache folder (``$CTXREPLAY_CACHE_DIR``, else ``$XDG_CACHE_HOME/ctxreplay``, else
+``~/.cache/ctxreplay``), keyed by all three and the model. A new library version or a change
+to ``replay/model/costs.py`` misses the cache and resolves again. Overridden rates (a price
+file) are never kept: they are read from the file each time. ``CTXREPLAY_RATES_CACHE=0``
+turns the cache off.
+
+A cache that cannot be read (missing, damaged, another format) is a miss; one that cannot be
+written is left alone: the rates are the same either way, only slower.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+FILE = "rates.json"
+_FORMAT = 1
+_memo: tuple[Path, dict[str, Any]] | None = None  # the cache file read, and what it held
+
+
+def cache_file() -> Path | None:
+    """Where the cache lives, None when it is turned off."""
+    if os.environ.get("CTXREPLAY_RATES_CACHE", "1") == "0":
+        return None
+    base = os.environ.get("CTXREPLAY_CACHE_DIR")
+    if base:
+        return Path(base) / FILE
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "ctxreplay" / FILE
+
+
+def _code_hash() -> str:
+    """The pricing code's own hash: a change to how rates are derived is a new cache key."""
+    from replay.model import costs
+
+    return hashlib.blake2b(Path(costs.__file__).read_bytes(), digest_size=8).hexdigest()
+
+
+def key(library: str, model_key: str, price_date: str) -> str:
+    return json.dumps([_FORMAT, library, _code_hash(), price_date, model_key])
+
+
+def _load(path: Path) -> dict[str, Any]:
+    global _memo
+    if _memo is None or _memo[0] != path:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            data = {}
+        _memo = (path, data if isinstance(data, dict) else {})
+    return _memo[1]
+
+
+def get(k: str) -> dict[str, Any] | None:
+    """The stored fields of a Rates for key ``k``, None on a miss."""
+    path = cache_file()
+    if path is None:
+        return None
+    v = _load(path).get(k)
+    return v if isinstance(v, dict) else None
+
+
+def put(k: str, fields: dict[str, Any]) -> None:
+    """Keep ``fields`` under ``k`` (the file is replaced whole, so a reader never sees half of it)."""
+    path = cache_file()
+    if path is None:
+        return
+    data = _load(path)
+    data[k] = fields
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rates-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(data, fh, sort_keys=True)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError:
+        pass
+
+
+def reset() -> None:
+    """Forget what was read (tests, or a process that changed the cache folder)."""
+    global _memo
+    _memo = None
