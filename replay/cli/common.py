@@ -102,6 +102,7 @@ class CleanGroup(click.Group):
     exit 130."""
 
     def invoke(self, ctx: click.Context):
+        _STOPPED.clear()  # a stop seen by an earlier command of this process (tests) is not this one's
         try:
             with stop_signals():
                 return super().invoke(ctx)
@@ -120,6 +121,12 @@ class CleanGroup(click.Group):
                 interrupted()
             if duckdb is None or not isinstance(e, duckdb.Error):
                 raise
+            if _STOPPED:
+                # the stop signal's `Terminated` was raised inside DuckDB (while it scanned a Python
+                # object such as an Arrow table) and came back as DuckDB's own error: report the stop
+                terminated(_STOPPED[-1])
+            if "KeyboardInterrupt" in str(e):  # Ctrl-C, turned into DuckDB's error the same way
+                interrupted()
             from replay import store
 
             db = ctx.meta.get(DB_META)
