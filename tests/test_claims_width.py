@@ -99,3 +99,17 @@ def test_wide_shows_every_column_and_json_is_unchanged(claimed):
     assert got["sources"]["jp_067"]["ctxreplay"]["defaults"]["run_id"] not in narrow
     again = CliRunner().invoke(main, ["claims", "--db", str(db), "--json", "--wide"])
     assert json.loads(again.stdout) == got
+
+
+def test_formats_keep_every_column_one_figure_per_cell(claimed):
+    """--format plain|markdown|csv has no width to fit: every column, as --wide prints them."""
+    import csv
+    import io
+
+    db, got = claimed
+    text = CliRunner().invoke(main, ["claims", "--db", str(db), "--format", "csv"]).stdout
+    assert text == CliRunner().invoke(main, ["claims", "--db", str(db), "--format", "csv", "--wide"]).stdout
+    register, _, savings = (list(csv.DictReader(io.StringIO(t))) for t in text.split("\n\n")[:3])
+    assert [r["claim"] for r in register] == [c["id"] for c in got["claims"]]
+    assert all(r["verdict"].startswith(c["verdict"] or "not measured") for r, c in zip(register, got["claims"]))
+    assert "run" in savings[0] and all(r["run"] for r in savings)

@@ -63,6 +63,13 @@ def savings_table(rows: list[tuple[str, str, str, str, str]], wide: bool = False
 
 
 def print_tables(got: dict, dataset: str, wide: bool, savings_rows) -> None:
+    import click
+
+    from replay.cli.common import FORMAT_META
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.meta.get(FORMAT_META, "table") != "table":
+        wide = True  # --format plain|markdown|csv has no width to fit, and one figure per cell reads better there
     print_table(register_table(got["claims"], f"Claims register on {esc(dataset)} ({got['sessions']} sessions)",
                                wide))
     src = got["sources"]
