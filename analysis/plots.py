@@ -259,11 +259,23 @@ def sweep_line(t: pd.DataFrame, x: str, title: str = ""):
     return fig
 
 
+LABEL_SLOT_PT = 11.0  # height of one row of off-scale value labels: a 7-point label plus the gap to the next row
+
+
+def _label_slot(ax, span: float, rows: float) -> float:
+    """One label row's height in data units on a y axis that holds ``span`` of data plus
+    ``rows`` label rows: the rows are added to the axis, so the row's share of it is fixed."""
+    fig = ax.get_figure()
+    height_pt = ax.get_position().height * fig.get_figheight() * 72
+    return LABEL_SLOT_PT * span / max(height_pt - LABEL_SLOT_PT * rows, LABEL_SLOT_PT)
+
+
 def cache_hit_study(study: pd.DataFrame):
     """Saving as a function of the read/write price ratio: where trimming starts to pay
     (None without a policy run to reprice). A policy whose saving dwarfs the others' (a loss of
     hundreds of percent beside savings of a few) would flatten every other line: it is drawn
-    dashed, clipped at the axis edge, with its values written."""
+    dashed, clipped at the edge of the others' scale (a triangle), with its values written in a
+    band beyond that edge, one row per such policy, where no marker is drawn."""
     if study.empty:
         return None
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -275,28 +287,29 @@ def cache_hit_study(study: pd.DataFrame):
               .reindex(order).to_numpy(dtype=float) for pol in best}
     off = off_scale(series)
     lo, hi = limits([v for k, v in series.items() if k not in off])
+    below = sorted(p for p in off if (series[p] < lo).any())
+    above = sorted(p for p in off if (series[p] > hi).any())
+    # half a row between the triangles at the edge and the first label row
+    rows = (len(below) + 0.5 if below else 0.0) + (len(above) + 0.5 if above else 0.0)
+    slot = _label_slot(ax, hi - lo, rows)
     xs = np.arange(len(order), dtype=float)
     for i, pol in enumerate(best):
         y, colour = series[pol], PALETTE[i % len(PALETTE)]
-        stack = 7 + 10 * sorted(off).index(pol) if pol in off else 0  # off-scale values at one x do not overlap
         if pol not in off:
             ax.plot(xs, y, marker="o", color=colour, label=pol)
             continue
         ax.plot(xs, np.clip(y, lo, hi), ls="--", color=colour, label=f"{pol} (off scale, values written)")
         inside = (y >= lo) & (y <= hi)
         ax.plot(xs[inside], y[inside], ls="", marker="o", color=colour)
-        for above in (False, True):
-            sel = (y > hi) if above else (y < lo)
+        for side, sel, edge in ((above, y > hi, hi), (below, y < lo, lo)):
             if not sel.any():
                 continue
-            edge = hi if above else lo
-            ax.plot(xs[sel], [edge] * int(sel.sum()), ls="", marker="^" if above else "v", color=colour,
-                    clip_on=False)
+            ax.plot(xs[sel], [edge] * int(sel.sum()), ls="", marker="^" if side is above else "v", color=colour)
+            # this policy's row of the band: beyond every marker, and apart from the other policies' rows
+            row = edge + (1 if side is above else -1) * slot * (side.index(pol) + 1)
             for xv, v in zip(xs[sel], y[sel]):
-                ax.annotate(f"{v:+.0f}%", (xv, edge), xytext=(0, -stack if above else stack),
-                            textcoords="offset points",
-                            ha="center", va="top" if above else "bottom", fontsize=7, color=colour)
-    ax.set_ylim(lo, hi)
+                ax.text(xv, row, f"{v:+.0f}%", ha="center", va="center", fontsize=7, color=colour)
+    ax.set_ylim(lo - (slot * (len(below) + 0.5) if below else 0.0), hi + (slot * (len(above) + 0.5) if above else 0.0))
     ax.set_xticks(xs, order)
     ax.axhline(0, color="black", lw=0.8)
     _style(ax, "Best saving per policy under other cache prices (read / write price as a multiple of input)",

@@ -25,19 +25,34 @@ def _span(ivl: dict | None) -> str:
     return "" if not ivl else f" [{ivl['low']:,.2f}, {ivl['high']:,.2f}]"
 
 
-def cells(c: dict[str, Any]) -> tuple[str, str, str, tuple[str, str]]:
-    """One claim's cells as the report and `ctxreplay claims` print them: the published figure, the
-    own-metric figure [95%], the cost saved with caching [95%], and the verdict (word, reason)."""
+def parts(c: dict[str, Any]) -> dict[str, str]:
+    """One claim's figures and words, each a separate string so that a narrow table can keep a
+    figure on one line and wrap only the words: published, own (value [95%]), unit, cost_pct
+    (percent saved [95%]), cost_usd, verdict, reason (with the dollar verdict of a cost claim)."""
     fig, m, cost = c["figure"], c["own_metric"], c["cost"]
     pub = "-" if not fig else (f"{fig['low']:,.4g}" if fig["low"] == fig["high"]
                                else f"{fig['low']:,.4g}-{fig['high']:,.4g}")
-    got = "-" if not m or m["value"] is None else f"{m['value']:,.2f}{_span(m['interval'])} {m['unit']}"
-    usd = "-" if not cost or cost["saved_pct"] is None else (
-        f"{_usd(cost['saved_usd'])} ({cost['saved_pct']:+.2f}%{_span(cost['interval_pct'])})")
+    measured = m and m["value"] is not None
+    saved = cost and cost["saved_pct"] is not None
     reason = f": {c['reason']}"
     if c.get("cost_verdict"):
         reason += f"; {c['cost_verdict']['verdict']} {c['cost_verdict']['reason']}"
-    return pub, got, usd, (c["verdict"] or "not measured", reason)
+    return {"published": pub,
+            "own": f"{m['value']:,.2f}{_span(m['interval'])}" if measured else "-",
+            "unit": m["unit"] if measured else "",
+            "cost_pct": f"{cost['saved_pct']:+.2f}%{_span(cost['interval_pct'])}" if saved else "-",
+            "cost_usd": _usd(cost["saved_usd"]) if saved else "-",
+            "verdict": c["verdict"] or "not measured", "reason": reason}
+
+
+def cells(c: dict[str, Any]) -> tuple[str, str, str, tuple[str, str]]:
+    """One claim's cells as the report and `ctxreplay claims --wide` print them: the published
+    figure, the own-metric figure [95%], the cost saved with caching [95%], and the verdict
+    (word, reason)."""
+    p = parts(c)
+    got = "-" if p["own"] == "-" else f"{p['own']} {p['unit']}"
+    usd = "-" if p["cost_pct"] == "-" else f"{p['cost_usd']} ({p['cost_pct']})"
+    return p["published"], got, usd, (p["verdict"], p["reason"])
 
 
 def section(claims: list[dict[str, Any]]) -> list[str]:

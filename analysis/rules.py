@@ -5,7 +5,8 @@ what the log shows it saw, so the counterfactual (the agent acts the same) may n
 
 * ``dangling_refs``: a reference hint pointing at content no longer in context;
 * ``stale_refs``: a hint pointing at content that has changed since;
-* ``trimmed_reread``: content a policy removed that the agent read again later;
+* ``trimmed_reread``: content a policy removed lossily (no copy of it left in context) that
+  the agent read again later; a lossless removal cannot cause a re-read and never counts;
 * every policy-specific figure a run stores (``run_sessions.extra``) whose name ends in
   ``_risk`` or ``_refs``, e.g. ``unseen_write_risk`` (read_range_dedup: a hint a shell
   command the trace could not attribute may have invalidated).

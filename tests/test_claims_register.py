@@ -194,8 +194,8 @@ def test_cli_claims_register_json_on_the_sample(sample_db, tmp_path):
                 assert m["value"] == pytest.approx(100 * row["saved_pct"]["context_tokens"])
         assert c["with_caching"] == reg.with_caching(cost["interval_pct"])
     assert measured >= 8
-    # the text form prints the register first
-    r = CliRunner().invoke(claims_cmd, ["--db", str(db)])
+    # the text form prints the register first (--wide: the ids unfolded)
+    r = CliRunner().invoke(claims_cmd, ["--db", str(db), "--wide"])
     assert r.exit_code == 0 and "Claims register" in r.output and "anthropic_84pct_tokens" in r.output, r.output
 
 

@@ -102,10 +102,68 @@ def test_cache_hit_study_draws_an_off_scale_policy_clipped_with_its_values_writt
     entries = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "clear (off scale, values written)" in entries and {"dedup", "lru", "trim"} <= set(entries)
     clipped = [ln for ln in ax.lines if ln.get_marker() == "v"]
-    assert clipped and all(np.allclose(ln.get_ydata(), lo) for ln in clipped)
     on_scale = [ln for ln in ax.lines if ln.get_label() in ("dedup", "lru", "trim")]
     assert all(lo < y < hi for ln in on_scale for y in ln.get_ydata())
+    # the triangles sit at the edge of the readable policies' scale, the written values beyond it
+    edge = min(y for ln in clipped for y in ln.get_ydata())
+    assert clipped and all(np.allclose(ln.get_ydata(), edge) for ln in clipped)
+    assert edge < min(y for ln in on_scale for y in ln.get_ydata())
+    assert all(lo < t.get_position()[1] < edge for t in ax.texts)
     _assert_legend_reads(fig, ax)
+
+
+def _marker_boxes(fig, ax) -> list[tuple[float, float, float, float, str]]:
+    """(x0, y0, x1, y1, label) in data coordinates of every marker drawn: its centre +- its size."""
+    to_data = ax.transData.inverted()
+    out = []
+    for ln in ax.lines:
+        if ln.get_marker() in (None, "None", "", " ") or not len(ln.get_xdata()):
+            continue
+        r = ln.get_markersize() / 2 * fig.dpi / 72  # pixels
+        for x, y in zip(ln.get_xdata(), ln.get_ydata()):
+            cx, cy = ax.transData.transform((x, y))
+            (x0, y0), (x1, y1) = to_data.transform([(cx - r, cy - r), (cx + r, cy + r)])
+            out.append((x0, y0, x1, y1, ln.get_label()))
+    return out
+
+
+def _label_boxes(fig, ax) -> list[tuple[float, float, float, float, str]]:
+    renderer = fig.canvas.get_renderer()
+    to_data = ax.transData.inverted()
+    out = []
+    for t in ax.texts:
+        (x0, y0), (x1, y1) = to_data.transform(t.get_window_extent(renderer).get_points())
+        out.append((x0, y0, x1, y1, t.get_text()))
+    return out
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+@pytest.mark.parametrize("sign", [-1, 1])
+def test_off_scale_labels_never_sit_on_a_marker(sign):
+    # three readable policies, the lowest (or highest) of them at every ratio where three others
+    # are off scale: the old placement stacked the second and third labels onto its markers
+    readable = {"dedup": [0.021, 0.024, 0.03, 0.035], "lru": [0.008, 0.01, 0.012, 0.02],
+                "trim": [-0.03, -0.03, -0.03, -0.03]}
+    if sign > 0:
+        readable = {k: [-v for v in vals] for k, vals in readable.items()}
+    off = {"clear": [-2.77, -1.95, -0.6, 0.02], "cupel": [-4.1, -3.2, -2.5, -1.0], "mask": [-6.0, -5.5, -4.0, -3.3]}
+    study = _study({**readable, **{k: [sign * -v for v in vals] for k, vals in off.items()}})
+    fig = plots.cache_hit_study(study)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    labels = _label_boxes(fig, ax)
+    assert len(labels) == 11  # every off-scale value written (clear's +2% / -2% is on scale)
+    markers = _marker_boxes(fig, ax)
+    lo, hi = ax.get_ylim()
+    for lab in labels:
+        assert lo <= lab[1] and lab[3] <= hi, lab  # inside the axes, not over the tick labels
+        for m in markers:
+            assert not _overlap(lab, m), (lab, m)
+        for other in labels:
+            assert other is lab or not _overlap(lab, other), (lab, other)
 
 
 def test_cache_hit_study_keeps_every_policy_on_scale_when_none_dwarfs_the_others():

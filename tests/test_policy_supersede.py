@@ -207,20 +207,22 @@ def test_hidden_tokens_placeholder():
     assert p.sizes[0][old] == 12 and r.figures["tokens_saved"] == 988
 
 
-def test_trimmed_reread_counts_hidden_results_read_again_later():
+def test_trimmed_reread_counts_only_hidden_content_no_newer_read_holds():
     b = builder()
     b.block(300, "user_text")
-    b.tool_call("Read", 1000, resource="/a.py", args="r1")
-    b.tool_call("Read", 1000, resource="/a.py", args="r2")
-    b.request(ts=0)                             # r1 hidden
+    b.tool_call("Read", 1000, resource="/a.py", lines=(1, 50), args="r1")
+    b.tool_call("Read", 1000, resource="/a.py", lines=(60, 90), args="r2")
+    b.request(ts=0)                             # r1 hidden (location rule): lines 1-50 are gone
     b.tool_call("Read", 1000, resource="/b.py", args="b")
     b.request(ts=MIN)
     assert run(b, Supersede()).figures["trimmed_reread"] == 0
-    b.tool_call("Read", 1000, resource="/a.py", args="r3")   # the agent reads /a.py again
-    b.request(ts=2 * MIN)                       # r2 hidden now; r1 counted
+    b.tool_call("Read", 1000, resource="/a.py", args="r3")   # the agent reads /a.py again (whole file)
+    b.request(ts=2 * MIN)                       # r2 hidden now, restated by r3; r1 counted
     b.tool_call("Read", 1000, resource="/a.py", args="r4")
-    b.request(ts=3 * MIN)                       # r3 hidden; r2 counted
-    assert run(b, Supersede()).figures["trimmed_reread"] == 2
+    b.request(ts=3 * MIN)                       # r3 hidden, restated by r4: not counted
+    assert run(b, Supersede()).figures["trimmed_reread"] == 1
+    # under the covering rule only restated results are hidden: nothing is lost, nothing counted
+    assert run(b, Supersede(Supersede.make_params({"read_range": "covering"}))).figures["trimmed_reread"] == 0
 
 
 def test_compaction_partition_resets_supersession():

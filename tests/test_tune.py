@@ -5,8 +5,6 @@ import pytest
 from click.testing import CliRunner
 
 from replay.cli import main
-from replay.experiments.sweep import SpecError
-from replay.experiments.tune import parse_limits
 
 from test_sweep import EXAMPLES, _copy, sample_db  # noqa: F401  (fixture)
 
@@ -38,7 +36,24 @@ def test_infeasible_limits_name_no_best(sample_db, tmp_path):
     assert json.loads(r.output)["best"] is None
 
 
-def test_limit_parsing():
-    assert parse_limits(("dangling_refs=0", "busts=3")) == {"dangling_refs": 0.0, "busts": 3.0}
-    with pytest.raises(SpecError, match="did you mean 'dangling_refs'"):
-        parse_limits(("dangling_ref=0",))
+def test_max_risk_is_parsed_by_the_reports_parser(sample_db, tmp_path):
+    """tune and report take --max-risk through one parser (analysis.rules.parse_limits): the
+    same error line, with "did you mean", for the same mistake, and the same names accepted."""
+    db = _copy(sample_db, tmp_path)
+    spec = str(EXAMPLES / "devboy_random.toml")
+    for bad, says in (("dangling_ref=0", "did you mean 'dangling_refs'"), ("busts=x", "'x' is not a number"),
+                      ("busts", "expected NAME=VALUE")):
+        t = CliRunner().invoke(main, ["tune", spec, "--db", str(db), "--trials", "1", "--max-risk", bad])
+        r = CliRunner().invoke(main, ["report", "--db", str(db), "--out", str(tmp_path / "r"), "--max-risk", bad])
+        assert t.exit_code == 1 and r.exit_code == 1, (t.output, r.output)
+        line = [x for x in t.stderr.splitlines() if x.startswith("error:")]
+        assert len(line) == 1 and says in line[0], t.stderr
+        assert line == [x for x in r.stderr.splitlines() if x.startswith("error:")]
+    # a policy's own risk counter is a limit tune accepts too (the old parser knew only session
+    # figures); devboy_lru never counts it, so every trial stays feasible
+    t = CliRunner().invoke(main, ["tune", spec, "--db", str(db), "--trials", "2", "--max-risk", "unseen_write_risk=0",
+                                  "--max-risk", "dangling_refs=0", "--json"])
+    assert t.exit_code == 0, t.output
+    res = json.loads(t.stdout)
+    assert res["limits"] == {"unseen_write_risk": 0.0, "dangling_refs": 0.0}
+    assert res["feasible_trials"] == res["trials"] >= 1

@@ -3,25 +3,27 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
 
+from replay.cli.claims_view import print_tables
 from replay.cli.common import (
-    DB_OPTION, cache_options, dataset_option, echo_json, esc, fail_on, format_option, json_option, make_options,
-    open_db, out, pick_dataset, print_table
+    DB_OPTION, cache_options, dataset_option, echo_json, fail_on, format_option, json_option, make_options, open_db,
+    pick_dataset
 )
+from replay.cli.fmt import wide_option
 
 
 @click.command()
 @DB_OPTION
 @dataset_option("Dataset [default: the only one].")
 @cache_options
+@wide_option
 @json_option("Print JSON: claims (the register: per published claim its text, figure, where published, "
              "conditions, own_metric (value and 95% interval in the claim's own metric), cost (billed dollars "
              "and percent saved with prompt caching priced, 95% interval_pct, run ids), verdict, reason and "
              "with_caching), and sources (per source devboy, jp_067, ai_experiments: its own accounting in "
              "detail and ctxreplay's savings with intervals).")
 @format_option
-def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, as_json):
+def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, wide, as_json):
     """The claims register: every published claim ctxreplay can test, measured on these logs in
     its own metric, then in dollars with prompt caching priced, with a verdict.
 
@@ -57,36 +59,15 @@ def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price
     if as_json:
         echo_json(got)
         return
-    print_table(register_table(got["claims"], f"Claims register on {esc(dataset)} ({got['sessions']} sessions)"))
     src = got["sources"]
-    t = Table("source", "published claim", "its own metric on these logs", title=f"Sources in detail on {esc(dataset)} "
-              f"({got['sessions']} sessions)")
-    for name, x in src.items():
-        t.add_row(esc(name), esc(x["claim"]), esc(x["summary"]))
-    print_table(t)
-    t = Table("source", "policy", "context tokens saved", "cost saved", "run",
-              title="ctxreplay's savings (percent of the no-op baseline; 95% interval)")
     dev = src["devboy"]["ctxreplay"]
     rows = [("devboy", "devboy_lru (fifo, verbose: the simulator)", dev["simulator_setting"]),
             ("devboy", "devboy_lru (defaults)", dev["defaults"]),
             ("jp_067", "jp_resource_dedup (defaults)", src["jp_067"]["ctxreplay"]["defaults"])]
     rows += [("ai_experiments", f"supersede (trigger_tokens={x['trigger_tokens']:,})", x)
              for x in src["ai_experiments"]["ctxreplay"]["sweep"]]
-    for s, p, x in rows:
-        t.add_row(esc(s), esc(p), _cell(x, "context_tokens"), _cell(x, "cost"), esc((x or {}).get("run_id", "-")))
-    print_table(t)
-    out.print(esc(src["devboy"]["l1_l2"]))
-
-
-def register_table(claims: list[dict], title: str) -> Table:
-    t = Table("claim", "published", "measured here (own metric) [95%]", "cost saved with caching [95%]", "verdict",
-              title=title)
-    from analysis.report_claims import cells
-
-    for c in claims:
-        pub, got, usd, (word, reason) = cells(c)
-        t.add_row(esc(c["id"]), esc(pub), esc(got), esc(usd), esc(word + reason))
-    return t
+    print_tables(got, dataset, wide, [(s, p, _cell(x, "context_tokens"), _cell(x, "cost"), (x or {}).get("run_id", "-"))
+                                      for s, p, x in rows])
 
 
 def _cell(x: dict | None, f: str) -> str:

@@ -351,20 +351,22 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, since, until, proje
 @DB_OPTION
 @dataset_option(SPEC_DATASET_HELP)
 @objective_option("Minimize total cost ($) or context tokens summed over requests.")
-@max_risk_option("Upper bound on a run figure, e.g. dangling_refs=0, trimmed_reread=20, busts=10 (repeatable).")
+@max_risk_option("Upper bound on a run figure or a policy's risk counter, e.g. dangling_refs=0, trimmed_reread=20, "
+                 "busts=10, unseen_write_risk=0 (repeatable; the names `report --max-risk` takes).")
 @click.option("--trials", type=click.IntRange(min=1), default=20, show_default=True, help="Configurations to try.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed (same seed, same trials).")
 @json_option("Print the result as JSON.")
 def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
     """Search a sweep spec's space (its [grid], [cache] and [random.params]) for the best
     configuration under risk limits, with Optuna's TPE sampler. Every trial is stored as a run."""
+    from analysis.rules import parse_limits
     from replay.experiments.sweep import SpecError, load_spec
-    from replay.experiments.tune import parse_limits
     from replay.experiments.tune import tune as run_tune
 
+    with fail_on(ValueError):  # the report's parser: the same names, errors and "did you mean"
+        limits = parse_limits(max_risk)
     with fail_on(SpecError):
         spec = load_spec(spec_file)
-        limits = parse_limits(max_risk)
     con, dataset, ds, _ = _load_dataset(db, dataset or spec.dataset)
     progress = count_progress("tune", "{task.completed}/{task.total} trials", disable=as_json)
     with fail_on(SpecError), progress:

@@ -8,7 +8,9 @@ report see them like any sweep.
 
 The objective is total cost ($) or tokens (context tokens summed over requests). Risk limits
 are upper bounds on run figures (e.g. ``dangling_refs=0``, ``trimmed_reread=20``,
-``busts=10``); a trial over a limit is infeasible and never chosen.
+``busts=10``) or on a policy's own counters (``unseen_write_risk=0``); a trial over a limit
+is infeasible and never chosen. They are parsed by the report's parser
+(``analysis.rules.parse_limits``, called by the CLI), so both accept the same names.
 """
 
 from __future__ import annotations
@@ -36,21 +38,6 @@ class Trial:
     objective: float
     figures: dict[str, float]
     feasible: bool
-
-
-def parse_limits(items: tuple[str, ...]) -> dict[str, float]:
-    out = {}
-    for item in items:
-        if "=" not in item:
-            raise SpecError(f"--max-risk {item!r}: expected FIGURE=VALUE, e.g. dangling_refs=0")
-        k, v = item.split("=", 1)
-        k = k.strip()
-        if k not in SESSION_FIGURES:
-            from replay.policies.base import did_you_mean
-
-            raise SpecError(f"--max-risk: unknown figure {k!r}{did_you_mean(k, SESSION_FIGURES)}")
-        out[k] = float(v)
-    return out
 
 
 def tune(con, ds: Dataset, spec: SweepSpec, *, objective: str = "cost", limits: dict[str, float] | None = None,
@@ -98,6 +85,8 @@ def tune(con, ds: Dataset, spec: SweepSpec, *, objective: str = "cost", limits: 
             policy = build(spec.policy, params)
             run_id, results = run_policy(con, ds, policy, _options(point, spec.prices), sweep_id=tune_id)
             figs = {f: sum(r.figures[f] for r in results) for f in SESSION_FIGURES}
+            # a policy's own counter (unseen_write_risk, ...) is not a session figure: 0 where it never counted
+            figs.update({k: sum(r.figures.get(k, 0.0) for r in results) for k in limits if k not in figs})
             feasible = all(figs[k] <= v for k, v in limits.items())
             tr = Trial(t.number, run_id, params, cache, figs[figure], figs, feasible)
             seen[key] = tr

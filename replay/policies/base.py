@@ -25,7 +25,7 @@ METRICS = (
     "hints",             # reference hints emitted (insert-time dedup)
     "dangling_refs",     # hints pointing at content no longer in context
     "hint_distance",     # sum over hints of the distance in user turns to the original
-    "trimmed_reread",    # blocks trimmed/hidden whose resource the agent read again later
+    "trimmed_reread",    # blocks removed lossily (gone from context) whose resource the agent read again later
     "stale_refs",        # hints pointing at content that has since changed (must be 0)
     "blocks_changed",    # blocks whose size the policy changed
     "tokens_saved",      # tokens removed at the moment of each change (per change, not per request)

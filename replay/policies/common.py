@@ -19,24 +19,28 @@ _READ_KIND = TOOL_KIND_CODE["read"]
 class TrimmedRereads:
     """``trimmed_reread`` bookkeeping shared by the retroactive policies.
 
-    A non-tool_use block with a resource that a policy shrinks is remembered (once), with
-    whether the shrink was lossy (the content is not an exact or superseded repeat of a
-    block still in context); when a later tool_use of the read kind names the same resource,
-    the remembered blocks count, and ``scan`` returns the lossy ones (for ``reread_cost``).
+    A non-tool_use block with a resource that a policy shrinks *lossily* is remembered (once):
+    its content is gone from context, not an exact or superseding repeat of it still there.
+    When a later tool_use of the read kind names the same resource, the remembered blocks
+    count, and ``scan`` returns them (for ``reread_cost``). A lossless removal is not
+    remembered: the agent still sees the content, so a re-read cannot be blamed on the
+    policy (if the copy that stayed is stripped lossily later, that strip is remembered).
     Reset at a compaction boundary of the log (the log's compaction dropped them anyway).
     """
 
     __slots__ = ("pending", "seen")
 
     def __init__(self) -> None:
-        self.pending: dict[int, list[tuple[int, bool]]] = {}
+        self.pending: dict[int, list[int]] = {}
         self.seen: set[int] = set()
 
     def trimmed(self, st: Stream, pos: int, lossy: bool = False) -> None:
+        if not lossy:
+            return
         r = st.resource[pos]
         if r >= 0 and st.bkind[pos] != K_TOOL_USE and pos not in self.seen:
             self.seen.add(pos)
-            self.pending.setdefault(r, []).append((pos, lossy))
+            self.pending.setdefault(r, []).append(pos)
 
     def scan(self, st: Stream, lo: int, hi: int, metrics: dict[str, float]) -> list[int]:
         """Count re-reads among blocks [lo, hi) (appended after the trims); return the
@@ -51,7 +55,7 @@ class TrimmedRereads:
                 got = pending.pop(res[i], None)
                 if got:
                     metrics["trimmed_reread"] += len(got)
-                    due.extend(p for p, lossy in got if lossy)
+                    due.extend(got)
                     if not pending:
                         break
         return due
@@ -113,8 +117,9 @@ class ScanningPolicy(Policy):
 
 def shrink(ctx: Context, pos: int, size: float, rr: TrimmedRereads, lossy: bool = False) -> float:
     """Shrink block ``pos`` to ``size`` if that is smaller; return the tokens removed.
-    ``lossy``: the content is gone from context (not an exact or superseded repeat), so a
-    later re-read of it is priced when the policy's ``reread_cost`` is on."""
+    ``lossy``: the content is gone from context (not an exact or superseding repeat), so a
+    later re-read of it counts (``trimmed_reread``) and is priced when the policy's
+    ``reread_cost`` is on; a lossless removal is never charged a re-read."""
     old = ctx.eff[pos]
     if size >= old:
         return 0.0

@@ -39,8 +39,12 @@ Mapping to the trace (Claude Code tool names; each is a parameter):
   grows within a compaction partition, so hidden results never come back.
 * Hidden = ``hidden_tokens`` (default 0: omitted from the prepared conversation), in o200k
   tokens, converted to the stream's units (x its ``bpe_ratio``, ``ctx.units``).
-* Not lossy: a hidden result is superseded by a newer one of the same location still in
-  context, so a later re-read of it is counted (``trimmed_reread``) but not priced.
+* Lossless when the newer call restates what it hides (a Write, a returning piece tool, a
+  read whose range contains the older one, an identical listing) and did not fail: a later
+  re-read cannot be blamed on it. Otherwise (the source's ``location`` rule hiding a range the
+  newer read does not contain, a failed newer call, a listing with other arguments) the
+  content is gone from context and a later re-read of the resource counts
+  (``trimmed_reread``); it is not priced (the source has no re-read cost).
 
 Cost: each tool_result is examined once, when it first enters context; per location only
 the results still visible are kept.
@@ -125,7 +129,7 @@ class Supersede(ScanningPolicy):
         s["full"] = 0.0          # original tokens of the partition's blocks scanned so far
         s["files"] = {}          # resource -> visible results [(pos, role, line_start, line_end)]
         s["dirs"] = {}           # (tool, resource) -> visible listings [(pos, args)]
-        s["pending"] = []        # superseded, not hidden yet (trigger not reached)
+        s["pending"] = []        # superseded, not hidden yet (trigger not reached): (block, lossy?)
         s["triggered"] = False
 
     def before_request(self, ctx: Context, k: int) -> None:
@@ -140,8 +144,8 @@ class Supersede(ScanningPolicy):
             s["triggered"] = True
         hidden = ctx.units(self.params.hidden_tokens)
         rr = s["rr"]
-        for q in pending:
-            shrink(ctx, q, hidden, rr)
+        for q, lossy in pending:
+            shrink(ctx, q, hidden, rr, lossy=lossy)
         pending.clear()
 
     def _scan(self, st: Stream, s: dict[str, Any], lo: int, hi: int) -> None:
@@ -171,9 +175,12 @@ class Supersede(ScanningPolicy):
                     else:
                         keep = vis
                     if keep is not vis:
+                        ok = not st.is_error[i]
                         for e in vis:
                             if e not in keep:
-                                pending.append(e[0])
+                                # lossless when the newer call restates what it hides: a write's
+                                # whole content, or a read of a range containing the older one
+                                pending.append((e[0], not (ok and (ro != 0 or covers(ls, le, e[2], e[3])))))
                         vis = files[r] = keep
                 if t not in pinned:
                     if vis is None:
@@ -190,7 +197,9 @@ class Supersede(ScanningPolicy):
                     else:
                         keep = [e for e in vis if e[1] != a]
                     if len(keep) != len(vis):
-                        pending.extend(e[0] for e in vis if p.list_rule == "location" or e[1] == a)
+                        # an identical listing that did not fail restates the older one: lossless
+                        pending.extend((e[0], e[1] != a or bool(st.is_error[i])) for e in vis
+                                       if p.list_rule == "location" or e[1] == a)
                         vis = dirs[key] = keep
                 if t not in pinned:
                     if vis is None:
