@@ -82,8 +82,10 @@ def walk_blocks(st: Stream, ctx: Context, policy: Policy) -> Iterator[Request]:
     figs["tokens_delivered"] += delivered
 
 
-def walk_fast(st: Stream, ctx: Context, policy: Policy) -> Iterator[Request]:
-    """Prefix sums for a policy that never rewrites history; only its events are visited."""
+def walk_fast(st: Stream, ctx: Context, policy: Policy, changes: list | None = None) -> Iterator[Request]:
+    """Prefix sums for a policy that never rewrites history; only its events are visited.
+    ``changes``: the block and new size of each block the policy changed are appended there
+    (flat: block, size, block, size, ...), in order."""
     csum, events, epos = fast_index(st, policy.append_kinds if policy.insert_time() else frozenset())
     partition, eff, figs = st.partition, ctx.eff, ctx.metrics
     n_blocks, n_events, n_req = st.n_blocks, len(events), st.n_requests
@@ -114,6 +116,8 @@ def walk_fast(st: Stream, ctx: Context, policy: Policy) -> Iterator[Request]:
                 figs["tokens_saved"] += size - new
                 delta += new - size
                 total_delta += new - size
+                if changes is not None:
+                    changes += (ev, new)
         if k == n_req:
             break
         if hi > j:
