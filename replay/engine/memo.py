@@ -30,8 +30,8 @@ from replay.policies.base import Context, Policy
 if TYPE_CHECKING:
     from replay.engine.loop import ReplayOptions
 
-# streams priced per stream and setting before the memo stops growing: a bound on memory
-# (a sweep with a few hundred configurations stays far below it on every corpus seen)
+# distinct changes kept per stream: a bound on memory (past it, a new change is priced and
+# not kept); a parallel sweep forgets a chunk's streams once every point has replayed them
 MAX_ENTRIES = 256
 
 
