@@ -110,3 +110,27 @@ def test_a_sweep_task_gives_the_same_rows_in_any_order(synthetic):
     for k in first:
         assert first[k].tobytes() == again[k].tobytes()
     assert first[(1, 0)].shape == (len(ds.sessions), len(SESSION_FIGURES))
+
+
+def test_devboy_skips_only_results_it_would_leave_alone(synthetic, monkeypatch):
+    from replay.policies.base import Policy
+    from replay.policies.devboy_lru import DevboyLru
+
+    points = [("devboy_lru", {"capacity": c, "min_body_chars": m, "mutation_aware": a})
+              for c in (1, 0) for m in (0, 1000, 5000) for a in (True, False)]
+    for s in synthetic.sessions:
+        for st in s.streams:
+            st.__dict__.pop("_fast_memo", None)
+    filtered = replay_all(synthetic, points, CacheConfig(), True, False)
+    streams = [st for s in synthetic.sessions for st in s.streams]
+    # per threshold, the events devboy is shown: fewest at the largest
+    shown = sorted(sum(len(st._fast_memo[k][1]) for st in streams) for k in streams[0]._fast_memo)
+    monkeypatch.setattr(DevboyLru, "append_filter", Policy.append_filter)
+    for s in synthetic.sessions:
+        for st in s.streams:
+            st.__dict__.pop("_fast_memo", None)
+    every = replay_all(synthetic, points, CacheConfig(), True, False)
+    assert exact(filtered) == exact(every)
+    # unfiltered, devboy is shown every result: more than at the largest threshold (the filter is exercised)
+    assert len(shown) == 3 and shown[0] < sum(len(st._fast_memo[k][1]) for st in streams for k in st._fast_memo)
+    assert any(r.figures["hints"] > 0 for rs in filtered for r in rs)

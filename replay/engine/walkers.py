@@ -86,7 +86,9 @@ def walk_fast(st: Stream, ctx: Context, policy: Policy, changes: list | None = N
     """Prefix sums for a policy that never rewrites history; only its events are visited.
     ``changes``: the block and new size of each block the policy changed are appended there
     (flat: block, size, block, size, ...), in order."""
-    csum, events, epos = fast_index(st, policy.append_kinds if policy.insert_time() else frozenset())
+    insert = policy.insert_time()
+    csum, events, epos = fast_index(st, policy.append_kinds if insert else frozenset(),
+                                    policy.append_filter(ctx) if insert else None)
     partition, eff, figs = st.partition, ctx.eff, ctx.metrics
     n_blocks, n_events, n_req = st.n_blocks, len(events), st.n_requests
     r_pos, r_part = st.r_pos, st.r_partition
@@ -134,24 +136,28 @@ def walk_fast(st: Stream, ctx: Context, policy: Policy, changes: list | None = N
     figs["tokens_delivered"] += csum[n_blocks] + total_delta
 
 
-def fast_index(st: Stream, kinds: frozenset[int] | None) -> tuple[list[float], list[int], list[int]]:
+def fast_index(st: Stream, kinds: frozenset[int] | None,
+               only: tuple | None = None) -> tuple[list[float], list[int], list[int]]:
     """(prefix sums of the baseline block sizes, events, their positions) of a stream, memoized.
 
     Events are block positions the policy wants to see (its append_kinds; every block when
-    it has none) and partition starts encoded as -(position + 1), in position order.
+    it has none; of those, only where ``only``'s predicate holds, ``Policy.append_filter``)
+    and partition starts encoded as -(position + 1), in position order.
     """
     memo = st.__dict__.setdefault("_fast_memo", {})
-    got = memo.get(kinds)
+    key = kinds if only is None else (kinds, only[0])
+    got = memo.get(key)
     if got is None:
         csum = base_csum(st)
         part = st.partition
+        keep = None if only is None else only[1]
         events, epos = [], []
         for i in range(st.n_blocks):
             if i > 0 and part[i] != part[i - 1]:
                 events.append(-(i + 1))
                 epos.append(i)
-            if kinds is None or st.bkind[i] in kinds:
+            if (kinds is None or st.bkind[i] in kinds) and (keep is None or keep(i)):
                 events.append(i)
                 epos.append(i)
-        got = memo[kinds] = (csum, events, epos)
+        got = memo[key] = (csum, events, epos)
     return got
