@@ -40,14 +40,14 @@ def claude_code(tmp_path_factory):
     return shared_dataset(tmp_path_factory, "claude-code")
 
 
-def replay_all(ds, points, cache, detail, memo):
+def replay_all(ds, points, cache, detail, memo, prices=None):
     """Every point over every session, in one process (so later points find earlier ones' streams priced)."""
     old = engine.MEMO
     engine.MEMO = memo
     try:
         out = []
         for name, params in points:
-            opts = ReplayOptions(cache, detail=detail)
+            opts = ReplayOptions(cache, prices, detail) if prices else ReplayOptions(cache, detail=detail)
             out.append([replay_session(s, ds.vocab, build(name, params), opts) for s in ds.sessions])
         return out
     finally:
@@ -134,3 +134,92 @@ def test_devboy_skips_only_results_it_would_leave_alone(synthetic, monkeypatch):
     # unfiltered, devboy is shown every result: more than at the largest threshold (the filter is exercised)
     assert len(shown) == 3 and shown[0] < sum(len(st._fast_memo[k][1]) for st in streams for k in st._fast_memo)
     assert any(r.figures["hints"] > 0 for rs in filtered for r in rs)
+
+
+@pytest.mark.parametrize("corpus", ["synthetic", "claude_code"])
+def test_events_then_requests_equal_the_walk(corpus, request):
+    from replay.engine.walkers import fast_requests, walk_fast, walk_fast_events
+    from replay.policies.base import Context
+
+    ds = request.getfixturevalue(corpus)
+    calls = []
+
+    class Spy(build("devboy_lru", {}).__class__):
+        def on_compaction(self, ctx, pos):
+            calls.append(("compaction", pos))
+            super().on_compaction(ctx, pos)
+
+    for params in ({"capacity": 1, "min_body_chars": 0}, {"capacity": 0, "min_body_chars": 500}):
+        for s in ds.sessions:
+            for st in s.streams:
+                runs = []
+                for split in (False, True):
+                    pol = Spy(Spy.make_params(params))
+                    figs = {f: 0.0 for f in SESSION_FIGURES}
+                    ctx = Context(st, ds.vocab, figs)
+                    pol.start_stream(ctx)
+                    calls.clear()
+                    if split:
+                        changes = []
+                        walk_fast_events(st, ctx, pol, changes)
+                        reqs = fast_requests(st, changes)
+                    else:
+                        reqs = list(walk_fast(st, ctx, pol))
+                    runs.append((repr(reqs), repr(ctx.eff), repr(figs), list(calls)))
+                assert runs[0] == runs[1], (s.session_key, st.stream_id)
+
+
+def test_a_partition_starting_at_a_request_is_announced_in_the_same_place():
+    from replay.engine.walkers import _request_starts, fast_requests, walk_fast, walk_fast_events
+    from replay.policies.base import Context
+    from trace_builder import MIN, TraceBuilder
+
+    b = TraceBuilder(overhead=20_000, models=("m",))
+    t = 0
+    for turn in range(1, 7):
+        b.block(300, "user_text", turn=turn, content=f"prompt {turn}")
+        for j in range(4):
+            b.tool_call(("Read", "Grep", "Bash", "Edit")[j], 3_000 + 500 * j, resource=f"/p/f{j % 2}.py",
+                        content=f"r{j % 2}", ts=t)
+            b.request(ts=t)
+            t += 20_000
+        t += 2 * MIN
+        if turn in (2, 4):
+            # a new partition whose first request comes before any of its blocks
+            b.partition += 1
+            b.part_start[b.partition] = len(b.blocks)
+            b.request(ts=t)
+    session, vocab = b.build()
+    st = session.streams[0]
+    assert len(_request_starts(st)) == 2
+    pol_cls = build("devboy_lru", {}).__class__
+    calls = []
+
+    class Spy(pol_cls):
+        def on_compaction(self, ctx, pos):
+            calls.append(pos)
+            super().on_compaction(ctx, pos)
+
+    runs = []
+    for split in (False, True):
+        pol = Spy(Spy.make_params({"capacity": 2, "min_body_chars": 0}))
+        ctx = Context(st, vocab, {f: 0.0 for f in SESSION_FIGURES})
+        pol.start_stream(ctx)
+        calls.clear()
+        if split:
+            changes = []
+            walk_fast_events(st, ctx, pol, changes)
+            reqs = fast_requests(st, changes)
+        else:
+            reqs = list(walk_fast(st, ctx, pol))
+        runs.append((repr(reqs), repr(ctx.eff), repr(ctx.metrics), list(calls)))
+    # each new partition announced at its first request and again at its first block
+    assert runs[0] == runs[1] and runs[0][3] == [18, 18, 36, 36]
+    assert "0.0, None, 0.0)" in runs[0][0] and eval(runs[0][2])["blocks_changed"] > 0
+    from test_cache_engine import PRICES
+
+    one = type("OneSession", (), {"sessions": [session], "vocab": vocab})()
+    points = [("devboy_lru", {}), ("noop", {}), ("devboy_lru", {"capacity": 1, "min_body_chars": 0})]
+    with_memo = replay_all(one, points, CacheConfig(ttl="5m"), True, True, PRICES)
+    without = replay_all(one, points, CacheConfig(ttl="5m"), True, False, PRICES)
+    assert exact(with_memo) == exact(without)

@@ -11,9 +11,11 @@ price them, and a configuration that changes the stream in a way already priced 
 same figures (the same floats, added in the same order) instead of pricing it again.
 
 The walk still runs per configuration (the policy's own figures, hints and risks, are its
-own); it runs to the end of the stream before pricing, which an insert-time policy allows: a
-block's size is final once it is appended, and the step looks at no block past the request
-it prices.
+own), over the policy's events only (`walkers.walk_fast_events`), to the end of the stream
+before pricing, which an insert-time policy allows: a block's size is final once it is
+appended, and the step looks at no block past the request it prices. Only a stream that must
+be priced has its requests' context sizes computed (`walkers.fast_requests`, from the
+changes).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from replay.engine.pricing import _overheads, add_figures, price_requests
-from replay.engine.walkers import walk_fast
+from replay.engine.walkers import fast_requests, walk_fast_events
 from replay.model.arrays import Session, Stream, Vocab
 from replay.policies.base import Context, Policy
 
@@ -44,7 +46,7 @@ def price_memoized(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     overhead_of = _overheads(st, policy, ctx, len(vocab.models))
     prior = bool(metrics["blocks_changed"])  # an earlier stream of the session changed a block
     changes: list = []
-    requests = list(walk_fast(st, ctx, policy, changes))
+    walk_fast_events(st, ctx, policy, changes)
     # the step asks whether a block of the session changed before each request (an uncached
     # tail is walked only then): from the first request after the first change, or throughout
     changed_k = 0 if prior else bisect_right(st.r_pos, changes[0]) if changes else st.n_requests
@@ -54,7 +56,8 @@ def price_memoized(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     got = memo.get(key)
     if got is None:
         rows = {c: [] for c in detail} if detail is not None else None
-        figures = price_requests(st, vocab, policy, opts, ctx, rows, requests, observed_writes=observed_writes,
+        figures = price_requests(st, vocab, policy, opts, ctx, rows, fast_requests(st, changes),
+                                 observed_writes=observed_writes,
                                  overhead_of=overhead_of, changed_k=changed_k, add=False)
         got = (figures, rows)
         if len(memo) < MAX_ENTRIES:
