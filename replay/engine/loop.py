@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from replay.engine.memo import price_memoized
 from replay.engine.pricing import REQUEST_FIGURES, price_requests
 from replay.engine.side import price_side_requests
 from replay.engine.walkers import Walker, walk_blocks, walk_fast
@@ -52,6 +53,8 @@ class ReplayOptions:
 # The prefix-sum walker for policies that never rewrite history; tests switch it off to check
 # that both walkers give the same figures.
 FAST_PATH = True
+# With it, streams priced once per distinct change (`replay.engine.memo`); tests switch it off.
+MEMO = True
 
 
 def walker_for(policy: Policy) -> Walker:
@@ -65,7 +68,11 @@ def replay_stream(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions,
     obs = observed_writes(st, vocab, opts) if opts.cache.observed_evictions == "log" else None
     ctx = Context(st, vocab, figs)
     policy.start_stream(ctx)
-    price_requests(st, vocab, policy, opts, ctx, detail, walker_for(policy)(st, ctx, policy), observed_writes=obs)
+    walker = walker_for(policy)
+    if walker is walk_fast and MEMO and opts.whatif is None:
+        price_memoized(st, vocab, policy, opts, ctx, detail, obs)
+    else:
+        price_requests(st, vocab, policy, opts, ctx, detail, walker(st, ctx, policy), observed_writes=obs)
     if ctx.side:
         price_side_requests(ctx.side, vocab, opts, figs)
 

@@ -276,19 +276,26 @@ def _frame_check(cache: StreamCache, st: Stream, eff: list[float], k: int, overh
 
 def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions, ctx: Context,
                    detail: dict[str, list] | None, requests: Iterable[Request],
-                   observed_writes: list[int] | None = None, record: list[int] | None = None) -> None:
+                   observed_writes: list[int] | None = None, record: list[int] | None = None,
+                   overhead_of: list[float] | None = None, changed_k: int | None = None,
+                   add: bool = True) -> list[tuple[str, float]]:
     """Price each of the stream's requests and add the stream's figures to ``ctx.metrics``
     (and a row per request to ``detail``). Call after ``start_stream``: the policy's
     ``overhead`` hook is asked here, before the first request is taken from ``requests``.
 
     ``observed_writes``: per request, the block position of an observed write to replay (-1:
     none), decided by the no-op replay; ``record``: the no-op replay that decides them
-    appends its decisions here (see `replay.engine.calibration`)."""
+    appends its decisions here (see `replay.engine.calibration`). ``overhead_of``: the
+    overheads per model when the caller asked the policy already; ``changed_k``: the first
+    request before which the policy changed a block of the session (None: read it from
+    ``ctx.metrics`` as the walk goes). Returns the stream's figures, in the order they are
+    added (``add``: add them to ``ctx.metrics`` here)."""
     cfg = opts.cache
     cache = StreamCache(cfg)
     rates, each, min_c, auto, grids, retention, openai = _model_tables(vocab, opts, detail is not None)
     per_model = [[0.0, 0.0, 0.0, 0.0, 0.0] for _ in rates]
-    overhead_of = _overheads(st, policy, ctx, len(rates))
+    if overhead_of is None:
+        overhead_of = _overheads(st, policy, ctx, len(rates))
     sys_of = _system_prefixes(st, overhead_of, cfg)
     logged_of = [st.overhead.get(m, o) for m, o in enumerate(overhead_of)]
     ttls, ttl_1h, auto_log = stream_ttls(st, cfg), TTL_MS["1h"], cfg.ttl == "log"
@@ -325,7 +332,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             total = 0.0
         unc_rec, rr, t = r_unc[k], r_read[k], r_ts[k]
         pos, part = r_pos[k], r_part[k]
-        if unc_rec > 0 and not auto[model] and metrics["blocks_changed"]:
+        if unc_rec > 0 and not auto[model] and (metrics["blocks_changed"] if changed_k is None else k >= changed_k):
             # only a policy that changed a block of the tail can have changed it (the walk over
             # it gives the log's tail, as a float, where none changed)
             lo = tail_lo[k]
@@ -448,6 +455,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         if detail is not None:
             _detail_row(detail, st.stream_id, k, (total, uncached, read, w5, w1h, out, cost, bust))
 
+    figures = []
     if pinger is not None:
         if keep is not None and keep.tail and st.kind == "main" and st.n_requests and ping_gaps is None:
             # the client cannot know that the user is done: it pings up to the horizon
@@ -457,9 +465,12 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         s_unc += pinger.uncached
         s_read += pinger.read
         s_out += pinger.output
-        ctx.metrics["keepalive_pings"] = ctx.metrics.get("keepalive_pings", 0.0) + pinger.pings
-    _add_figures(ctx.metrics, per_model, rates, n_req, s_total, s_unc, s_read, s_w5, s_w1h, s_out, s_cost, s_busts,
-                 s_bust_tokens)
+        figures.append(("keepalive_pings", pinger.pings))
+    figures += _stream_figures(per_model, rates, n_req, s_total, s_unc, s_read, s_w5, s_w1h, s_out, s_cost, s_busts,
+                               s_bust_tokens)
+    if add:
+        add_figures(ctx.metrics, figures)
+    return figures
 
 
 def _detail_row(detail: dict[str, list], stream_id: int, k: int, figures: tuple) -> None:
@@ -469,14 +480,19 @@ def _detail_row(detail: dict[str, list], stream_id: int, k: int, figures: tuple)
         detail[name].append(v)
 
 
-def _add_figures(figs: dict[str, float], per_model: list[list[float]], rates: list, n_req: int, total: float,
-                 unc: float, read: float, w5: float, w1h: float, out: float, cost: float, busts: float,
-                 bust_tokens: float) -> None:
-    """Add a stream's summed figures to the session's; price the per-model token sums."""
+def _stream_figures(per_model: list[list[float]], rates: list, n_req: int, total: float, unc: float, read: float,
+                    w5: float, w1h: float, out: float, cost: float, busts: float,
+                    bust_tokens: float) -> list[tuple[str, float]]:
+    """A stream's summed figures, the per-model token sums priced."""
     for m, acc in enumerate(per_model):
         if any(acc):
             cost += rates[m].cost(*acc)
-    for name, v in (("requests", n_req), ("input_total", total), ("context_tokens", total), ("uncached", unc),
-                    ("cache_read", read), ("cache_write_5m", w5), ("cache_write_1h", w1h), ("output", out),
-                    ("cost", cost), ("busts", busts), ("bust_tokens", bust_tokens)):
-        figs[name] += v
+    return [("requests", n_req), ("input_total", total), ("context_tokens", total), ("uncached", unc),
+            ("cache_read", read), ("cache_write_5m", w5), ("cache_write_1h", w1h), ("output", out),
+            ("cost", cost), ("busts", busts), ("bust_tokens", bust_tokens)]
+
+
+def add_figures(figs: dict[str, float], figures: list[tuple[str, float]]) -> None:
+    """Add a stream's figures to the session's, in order."""
+    for name, v in figures:
+        figs[name] = figs.get(name, 0.0) + v

@@ -115,6 +115,14 @@ class Policy:
         """Insert-time: the size block ``i`` has in context from now on."""
         return size
 
+    def append_filter(self, ctx: Context) -> tuple[Any, Any] | None:
+        """Insert-time, optional: (a hashable key, a predicate on block positions) such that
+        ``on_append`` returns the size unchanged and changes no state for every block of
+        ``append_kinds`` the predicate rejects. The prefix-sum walker then never calls it there
+        (the list of positions is built once per stream and key, and shared by every
+        configuration with that key). None: every block of ``append_kinds``."""
+        return None
+
     def before_request(self, ctx: Context, k: int) -> None:
         """Retroactive: change earlier blocks with ``ctx.set_size`` before request ``k``."""
 
