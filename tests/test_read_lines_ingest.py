@@ -101,7 +101,7 @@ def test_line_hashes_are_keyed_per_dataset(tmp_path):
     assert LineHasher(a).hashes(TEXT[:3]) != LineHasher(b).hashes(TEXT[:3])
     assert LineHasher(a).hashes(TEXT[:3]) == LineHasher(Keyring.for_dataset(b"m" * 32, "one")).hashes(TEXT[:3])
     st, _, _ = _stream(tmp_path, path)
-    assert list(st.lines.values())[0][1] == LineHasher(Keyring.for_dataset(open_master_key(), "default")).hashes(TEXT[:3])
+    assert list(list(st.lines.values())[0][1]) == LineHasher(Keyring.for_dataset(open_master_key(), "default")).hashes(TEXT[:3])
 
 
 def test_real_persisted_output_previews_are_marked_and_not_originals(tmp_path):

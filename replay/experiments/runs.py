@@ -8,6 +8,7 @@ process is gone.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -28,7 +29,11 @@ from replay.policies import Policy
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+@functools.lru_cache(maxsize=1)
 def git_sha() -> str:
+    """The checkout's commit (``-dirty`` with uncommitted changes), read once per process: the
+    code a process runs is the code it imported (a sweep asked for it once per configuration,
+    two `git` processes each, about 1 s of the bench sweep)."""
     try:
         sha = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=5).stdout.strip()

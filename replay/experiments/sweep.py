@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from replay import store
+from replay.experiments.loky_memory import rss, tolerate_in_loky_worker
 from replay.model.arrays import Dataset, load_dataset
 from replay.model.cache import CacheConfig
 from replay.model.whatif import whatif_settings
@@ -228,10 +229,12 @@ _TRACE_FILE = os.environ.get("CTXREPLAY_SWEEP_TRACE")
 def _dataset_from(path: str) -> Dataset:
     ds = _WORKER_CACHE.get(path)
     if ds is None:
+        before = rss()
         with open(path, "rb") as fh:
             ds = pickle.load(fh)
         _WORKER_CACHE.clear()
         _WORKER_CACHE[path] = ds
+        tolerate_in_loky_worker(2 * max(0, rss() - before))  # the dataset is held on purpose
         # the arrays are long-lived objects without cycles: out of the cyclic collector's reach,
         # its collections during the replays no longer walk them (in one process, the bench's 101
         # devboy points over 300 synthetic sessions: 12.9 s of CPU against 15.9-17.4 s); a
