@@ -132,3 +132,23 @@ def test_the_signature_covers_subagent_files_and_the_trace_revision(tmp_path, mo
     monkeypatch.setattr(statsig, "TRACE_REVISION", statsig.TRACE_REVISION + 1)
     assert statsig.signature(unit, keys) != sig
     assert statsig.signature(Unit(logs / "gone.jsonl"), keys) is None
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_whole_database_check_runs_only_before_a_write(tmp_path, hashed, monkeypatch, jobs):
+    """Reading every table (`verify_store`) is for a run that writes: an unchanged tree skips it,
+    a changed file gets it before its session is written."""
+    from replay import store
+
+    logs, key = _tree(tmp_path)
+    db = tmp_path / "x.duckdb"
+    ingest([logs], db, master_key=key, jobs=jobs)
+    events = []
+    real_verify, real_write = store.verify_store, store.write_sessions
+    monkeypatch.setattr(store, "verify_store", lambda con, path: (events.append("verify"), real_verify(con, path)))
+    monkeypatch.setattr(store, "write_sessions", lambda con, batch: (events.append("write"), real_write(con, batch))[1])
+    assert _counts(ingest([logs], db, master_key=key, jobs=jobs))[:2] == (0, 3)
+    assert events == []
+    basic_session(session_id="sess-4").write_jsonl(logs / "d.jsonl")
+    assert ingest([logs], db, master_key=key, jobs=jobs).ingested == 1
+    assert events[:2] == ["verify", "write"]

@@ -24,6 +24,7 @@ from replay.store.db import (
     sessions,
     sessions_without_client_info,
     transaction,
+    verify_store,
     write_sessions,
 )
 from replay.store.integrity import check

@@ -71,11 +71,13 @@ def now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-def connect(path: str | Path, read_only: bool = False, verify: bool = False) -> duckdb.DuckDBPyConnection:
+def connect(path: str | Path, read_only: bool = False, verify: bool | str = False) -> duckdb.DuckDBPyConnection:
     """Open (and migrate) a store. Locked, foreign or damaged files raise StoreError with what to do.
 
     With ``verify``, every table is read fully first (see `check`), so a damaged file is
-    refused before anything is read from it or written to it.
+    refused before anything is read from it or written to it. ``verify="before_write"`` does
+    so only when a migration is due (it writes); the caller then calls `verify` before its own
+    first write (`ingest`, which finds most of the time that it has nothing to write).
     """
     path = Path(path)
     if read_only and not path.exists():
@@ -92,10 +94,10 @@ def connect(path: str | Path, read_only: bool = False, verify: bool = False) -> 
     except duckdb.Error as e:
         raise database_error(path, e) from e
     try:
+        if verify == "before_write" and not read_only:
+            verify = migrations_pending(con)
         if verify:
-            bad = [t for t in check(con) if t["error"]]
-            if bad:
-                raise StoreError(damaged_message(path, f"table {bad[0]['table']}: {bad[0]['error']}"))
+            verify_store(con, path)
         if not read_only:
             migrate(con)
     except duckdb.Error as e:
@@ -105,6 +107,22 @@ def connect(path: str | Path, read_only: bool = False, verify: bool = False) -> 
         con.close()
         raise
     return con
+
+
+def verify_store(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Read every table fully (`check`); StoreError naming the first damaged table."""
+    bad = [t for t in check(con) if t["error"]]
+    if bad:
+        raise StoreError(damaged_message(Path(path), f"table {bad[0]['table']}: {bad[0]['error']}"))
+
+
+def migrations_pending(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether `migrate` would apply a migration (a new file, or one of an older ctxreplay)."""
+    try:
+        done = {r[0] for r in con.execute("SELECT version FROM schema_migrations").fetchall()}
+    except duckdb.CatalogException:
+        return True
+    return bool({v for v, _, _ in MIGRATIONS} - done)
 
 
 def refuse_foreign(path: Path) -> None:

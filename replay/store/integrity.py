@@ -2,7 +2,9 @@
 
 DuckDB checks each block's checksum when it reads it, so a damaged file goes unnoticed
 until the damaged block is read: `check` reads every column of every table. Used by
-`ctxreplay check` and, before any command reads or writes a store, by `connect(verify=True)`.
+`ctxreplay check` and, before any command reads or writes a store, by `connect(verify=True)`;
+`ingest` runs it only once it knows it will write (a tree unchanged by its files' stat writes
+nothing and is answered without it; a damaged table is then found by the next command).
 """
 
 from __future__ import annotations
