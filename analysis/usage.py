@@ -167,20 +167,24 @@ def _week_start(key: str) -> str | None:
     return date.fromisocalendar(int(key[:4]), int(key[6:]), 1).isoformat()
 
 
-def _empty() -> dict[str, Any]:
-    return {"requests": 0, **dict.fromkeys(TOKEN_FIELDS, 0), "cost": 0.0, "requests_without_usage": 0,
-            "unpriced": defaultdict(int), "sessions": set(), "models": set()}
+# a group's accumulator, a list (indexed below: this loop runs once per recorded response)
+_REQ, _U, _W5, _W1H, _RD, _OUT, _COST, _NOUSE, _SESS, _MODELS, _UNPRICED = range(11)
 
 
-def _finish(g: dict[str, Any]) -> dict[str, Any]:
-    out = {"sessions": len(g["sessions"]), "requests": g["requests"], **{f: int(g[f]) for f in TOKEN_FIELDS}}
+def _empty() -> list:
+    return [0, 0, 0, 0, 0, 0, 0.0, 0, set(), set(), defaultdict(int)]
+
+
+def _finish(g: list) -> dict[str, Any]:
+    out = {"sessions": len(g[_SESS]), "requests": g[_REQ],
+           **{f: int(g[i]) for f, i in zip(TOKEN_FIELDS, (_U, _W5, _W1H, _RD, _OUT))}}
     out["total_tokens"] = sum(out[f] for f in TOKEN_FIELDS)
-    cost = float(g["cost"])
+    cost = float(g[_COST])
     out["cost"] = round(cost, 9) if math.isfinite(cost) else None
-    out["cost_complete"] = not g["unpriced"]
-    out["unpriced_models"] = sorted(g["unpriced"])
-    out["requests_without_usage"] = g["requests_without_usage"]
-    out["models"] = sorted(m or NO_MODEL for m in g["models"])
+    out["cost_complete"] = not g[_UNPRICED]
+    out["unpriced_models"] = sorted(g[_UNPRICED])
+    out["requests_without_usage"] = g[_NOUSE]
+    out["models"] = sorted(m or NO_MODEL for m in g[_MODELS])
     return out
 
 
@@ -196,13 +200,14 @@ def usage(con, dataset: str, by: str = "day", filters: Filters | None = None, pr
     with_project = has_project_column(con, dataset)
     if not with_project and (by == "project" or f.projects):
         raise UsageError(NO_PROJECT_MESSAGE)
-    groups: dict[str, dict[str, Any]] = {}
+    groups: dict[str, list] = {}
     total = _empty()
     meta: dict[str, dict[str, Any]] = {}
-    rates: dict[str, Any] = {}
+    rates: dict[tuple[str, str | None], Any] = {}  # (model, speed) -> its rates, None unpriced
     unpriced: dict[str, int] = defaultdict(int)
     excluded_no_time = 0
     models, agents = set(f.models), set(f.agents)
+    dated = bool(f.since or f.until)
     for (skey, agent, project, ts, model, u, w5, w1h, rd, o, has_usage, started, speed) in _fetch(
             con, dataset, with_project):
         if agents and agent not in agents:
@@ -212,7 +217,7 @@ def usage(con, dataset: str, by: str = "day", filters: Filters | None = None, pr
         if f.projects and not _in_project(project, f.projects):
             continue
         when = _local(ts, f.tz) if ts is not None and ts >= 0 else None
-        if f.since or f.until:
+        if dated:
             if when is None:
                 excluded_no_time += 1
                 continue
@@ -222,39 +227,46 @@ def usage(con, dataset: str, by: str = "day", filters: Filters | None = None, pr
             key = _time_key(when, by)
         elif by == "session":
             key = skey
-            meta.setdefault(key, {"agent": agent, "project": project, "started_at": started})
+            if key not in meta:
+                meta[key] = {"agent": agent, "project": project, "started_at": started}
         elif by == "project":
             key = project or NO_PROJECT
         elif by == "model":
             key = (_price_key(model, speed) if model else model) or NO_MODEL
         else:
             key = agent
-        cost, missing = 0.0, False
+        cost, missing = 0.0, None
         if u or w5 or w1h or rd or o:
-            pk = _price_key(model, speed) if model else model
-            r = rates.get(pk, False)
+            r = rates.get((model, speed), False)
             if r is False:
+                pk = _price_key(model, speed) if model else model
                 try:
                     r = prices.rates(pk) if pk else None
                 except PriceError:
                     r = None
-                rates[pk] = r
+                rates[(model, speed)] = r
             if r is None:
-                missing = True
-                unpriced[pk or NO_MODEL] += 1
+                missing = (_price_key(model, speed) if model else model) or NO_MODEL
+                unpriced[missing] += 1
             else:
                 cost = r.cost(u, w5, w1h, rd, o)
-        for g in (groups.setdefault(key, _empty()), total):
-            g["requests"] += 1
-            for name, v in zip(TOKEN_FIELDS, (u, w5, w1h, rd, o)):
-                g[name] += v
-            g["cost"] += cost
-            g["sessions"].add(skey)
-            g["models"].add(model)
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = _empty()
+        for acc in (g, total):
+            acc[_REQ] += 1
+            acc[_U] += u
+            acc[_W5] += w5
+            acc[_W1H] += w1h
+            acc[_RD] += rd
+            acc[_OUT] += o
+            acc[_COST] += cost
+            acc[_SESS].add(skey)
+            acc[_MODELS].add(model)
             if not has_usage:
-                g["requests_without_usage"] += 1
-            if missing:
-                g["unpriced"][pk or NO_MODEL] += 1
+                acc[_NOUSE] += 1
+            if missing is not None:
+                acc[_UNPRICED][missing] += 1
     rows = []
     for key, g in groups.items():
         row = {"key": key, **_finish(g)}
@@ -274,8 +286,8 @@ def usage(con, dataset: str, by: str = "day", filters: Filters | None = None, pr
     if unpriced:
         notes.append("no price for " + ", ".join(f"{m} ({n} responses)" for m, n in sorted(unpriced.items()))
                      + ": their cost is not included (add them with --prices FILE)")
-    if total["requests_without_usage"]:
-        notes.append(f"{total['requests_without_usage']} responses record no input usage (their agent's log "
+    if total[_NOUSE]:
+        notes.append(f"{total[_NOUSE]} responses record no input usage (their agent's log "
                      "records output only, or nothing): their input is not counted")
     if excluded_no_time:
         notes.append(f"{excluded_no_time} responses without a timestamp are outside any --since/--until range")
