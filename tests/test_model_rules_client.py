@@ -335,6 +335,13 @@ def test_old_database_says_to_reingest(tmp_path):
     con = duckdb.connect(str(db))
     con.execute("UPDATE requests SET client_version = NULL, client_event = NULL")
     con.close()
+    # a log that records no version, stored by this ctxreplay: re-ingesting would not change it
+    r = CliRunner().invoke(main, ["breaks", "--db", str(db)])
+    assert r.exit_code == 0 and "re-ingest" not in r.stderr, r.stderr
+    con = duckdb.connect(str(db))  # the same session, as a ctxreplay before schema 7 stored it
+    con.execute("UPDATE source_files SET ingested_at = (SELECT applied_at FROM schema_migrations "
+                "WHERE version = 7) - INTERVAL 1 DAY")
+    con.close()
     r = CliRunner().invoke(main, ["breaks", "--db", str(db)])
     assert r.exit_code == 0, r.output
     assert "1 Claude Code session(s)" in r.stderr and "re-ingest" in r.stderr

@@ -119,6 +119,9 @@ class CleanGroup(click.Group):
             if duckdb is not None and (isinstance(e, getattr(duckdb, "InterruptException", ())) or (
                     type(e) is RuntimeError and str(e) == "Query interrupted")):  # Ctrl-C inside a DuckDB query
                 interrupted()
+            costs = sys.modules.get("replay.model.costs")
+            if costs is not None and isinstance(e, costs.PriceError):  # a model no price covers, found late
+                fail(str(e))
             if duckdb is None or not isinstance(e, duckdb.Error):
                 raise
             if _STOPPED:

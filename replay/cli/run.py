@@ -369,7 +369,9 @@ def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
         spec = load_spec(spec_file)
     con, dataset, ds, _ = _load_dataset(db, dataset or spec.dataset)
     progress = count_progress("tune", "{task.completed}/{task.total} trials", disable=as_json)
-    with fail_on(SpecError), progress:
+    from replay.model.costs import PriceError
+
+    with fail_on(SpecError, PriceError), progress:
         task = progress.add_task("", total=trials)
         res = run_tune(con, ds, spec, objective=objective, limits=limits, trials=trials, seed=seed,
                        on_trial=lambda t: progress.advance(task))

@@ -57,7 +57,9 @@ def tune(con, ds: Dataset, spec: SweepSpec, *, objective: str = "cost", limits: 
         {"spec": spec.source, "grid": grid, "cache": cache_grid, "ranges": ranges, "objective": objective,
          "limits": limits, "seed": seed, "trials": trials, "dataset": ds.name}, sort_keys=True, default=str
     ).encode(), digest_size=5).hexdigest()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # a failed trial is re-raised by optimize() and reported as one error line: optuna's own
+    # warning (with its traceback) would print before it
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed))
     done: list[Trial] = []
     seen: dict[str, Trial] = {}

@@ -71,6 +71,9 @@ def split_price_key(key: str) -> tuple[str, bool]:
     return key, False
 
 
+# what a price-file entry holds, for the one-line "no price" errors
+RATES_HINT = "input, cache_write_5m, cache_write_1h, cache_read and output in $ per million tokens"
+
 class PriceError(Exception):
     """No price for a model: the message says how to add one."""
 
@@ -263,9 +266,8 @@ class PriceTable:
                               genai_request_timestamp=self._when)
         except Exception as e:
             raise PriceError(
-                f"no price for model {model!r} ({library_version()}: {e}). Add it to a price file and pass "
-                f"--prices FILE:\n  [models.\"{model}\"]\n  input = ...\n  cache_write_5m = ...\n"
-                f"  cache_write_1h = ...\n  cache_read = ...\n  output = ..."
+                f"no price for model {model!r} ({library_version()}: {e}); add its rates to a TOML file, "
+                f"[models.\"{model}\"] with {RATES_HINT}, and pass --prices FILE"
             ) from e
         return self._from_library(model, model, calc)
 
@@ -317,8 +319,7 @@ class PriceTable:
                 return Rates(key, *(r[f] for f in RATE_FIELDS), min_cacheable=min_c, source=FAST_MODE_SOURCE)
         raise PriceError(
             f"no fast-mode price for model {model!r} (the log says speed \"fast\"; {library_version()} has none). "
-            f"Add it to a price file and pass --prices FILE:\n  [models.\"{model}\".fast]\n  input = ...\n"
-            f"  cache_write_5m = ...\n  cache_write_1h = ...\n  cache_read = ...\n  output = ...")
+            f"Add its rates to a TOML file, [models.\"{model}\".fast] with {RATES_HINT}, and pass --prices FILE")
 
     def table(self) -> list[dict[str, Any]]:
         return [asdict(r) for r in self._cache.values()]

@@ -359,14 +359,24 @@ def has_column(con, table: str, column: str) -> bool:
 
 
 def sessions_without_client_info(con, dataset: str) -> int:
-    """Claude Code sessions of ``dataset`` none of whose requests records a client version:
-    ingested before schema 7, so the resume and task-turn rules cannot apply to them (ingesting
-    the same logs again reads them again: the stored hash covers the trace revision)."""
+    """Claude Code sessions of ``dataset`` none of whose requests records a client version and
+    whose file was stored before schema 7: the resume and task-turn rules cannot apply to them
+    (ingesting the same logs again reads them again: the stored hash covers the trace revision).
+    A session stored since then whose log records no version (an old client, a hand-made log)
+    is not counted: ingesting it again would not change it."""
     has = "bool_or(r.client_version IS NOT NULL)" if has_column(con, "requests", "client_version") else "false"
+    since = con.execute("SELECT min(applied_at) FROM schema_migrations WHERE version = 7").fetchone()[0]
+    if since is None:  # a read-only connection to a file from before schema 7: every session predates it
+        stored_before = "true"
+        args: list = [dataset]
+    else:
+        stored_before = ("(SELECT max(f.ingested_at) FROM source_files f WHERE f.dataset = s.dataset "
+                         "AND f.file_key = s.file_key) < ?")
+        args = [since, dataset]
     return con.execute(
-        f"""SELECT count(*) FROM (SELECT s.session_key, {has} AS known FROM sessions s
-            JOIN requests r USING (session_key) WHERE s.dataset = ? AND s.agent = 'claude-code'
-            GROUP BY s.session_key) WHERE NOT known""", [dataset]).fetchone()[0]
+        f"""SELECT count(*) FROM (SELECT s.session_key, {has} AS known, bool_or({stored_before}) AS old
+            FROM sessions s JOIN requests r USING (session_key) WHERE s.dataset = ? AND s.agent = 'claude-code'
+            GROUP BY s.session_key) WHERE NOT known AND old""", args).fetchone()[0]
 
 
 def records_projects(con, dataset: str | None = None) -> bool:
