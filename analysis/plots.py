@@ -259,6 +259,7 @@ def sweep_line(t: pd.DataFrame, x: str, title: str = ""):
     return fig
 
 
+DODGE = 0.12  # sideways step between triangles of policies clipped at the same edge (x units: one per price point)
 LABEL_SLOT_PT = 11.0  # height of one row of off-scale value labels: a 7-point label plus the gap to the next row
 
 
@@ -304,11 +305,14 @@ def cache_hit_study(study: pd.DataFrame):
         for side, sel, edge in ((above, y > hi, hi), (below, y < lo, lo)):
             if not sel.any():
                 continue
-            ax.plot(xs[sel], [edge] * int(sel.sum()), ls="", marker="^" if side is above else "v", color=colour)
+            # policies clipped at the same edge would draw their triangles on top of each other:
+            # each is moved sideways by its place among them, and its values under its triangle
+            dx = DODGE * (side.index(pol) - (len(side) - 1) / 2)
+            ax.plot(xs[sel] + dx, [edge] * int(sel.sum()), ls="", marker="^" if side is above else "v", color=colour)
             # this policy's row of the band: beyond every marker, and apart from the other policies' rows
             row = edge + (1 if side is above else -1) * slot * (side.index(pol) + 1)
             for xv, v in zip(xs[sel], y[sel]):
-                ax.text(xv, row, f"{v:+.0f}%", ha="center", va="center", fontsize=7, color=colour)
+                ax.text(xv + dx, row, f"{v:+.0f}%", ha="center", va="center", fontsize=7, color=colour)
     ax.set_ylim(lo - (slot * (len(below) + 0.5) if below else 0.0), hi + (slot * (len(above) + 0.5) if above else 0.0))
     ax.set_xticks(xs, order)
     ax.axhline(0, color="black", lw=0.8)

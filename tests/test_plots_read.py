@@ -164,6 +164,14 @@ def test_off_scale_labels_never_sit_on_a_marker(sign):
             assert not _overlap(lab, m), (lab, m)
         for other in labels:
             assert other is lab or not _overlap(lab, other), (lab, other)
+    # three policies clipped at the same edge and price point: their triangles stand side by side
+    tri = [ln for ln in ax.lines if ln.get_marker() in ("v", "^")]
+    assert len(tri) == 3
+    boxes = {id(ln): [b for b in _marker_boxes(fig, ax) if b[4] == ln.get_label()] for ln in tri}
+    for a in tri:
+        for b in tri:
+            if a is not b:
+                assert not any(_overlap(p, q) for p in boxes[id(a)] for q in boxes[id(b)]), (a, b)
 
 
 def test_cache_hit_study_keeps_every_policy_on_scale_when_none_dwarfs_the_others():
