@@ -376,3 +376,24 @@ def test_project_filter_names_sessions_without_a_project(db, tmp_path):
     assert r.exit_code == 0, r.output
     assert "1 session(s) of default record no project" in r.stderr
     assert strict_json(r.stdout)["totals"]["requests"] < 5
+
+
+def test_a_table_wider_than_the_page_drops_columns_and_wide_shows_them(db, monkeypatch):
+    import replay.cli.fmt
+    import replay.cli.usage
+
+    assert replay.cli.fmt.WIDTH == 120
+    keys = [r["key"] for r in usage_json(db, "--by", "session")["rows"]]
+    args = ("usage", "--db", db / "u.duckdb", "--prices", db / "prices.toml", "--by", "session")
+    for width in (120, 110):  # the default page, and a narrower one: the full table fits neither
+        monkeypatch.setattr(replay.cli.fmt, "WIDTH", width)
+        monkeypatch.setattr(replay.cli.usage, "WIDTH", width)
+        out = run(*args).output
+        header = " ".join(ln for ln in out.splitlines() if ln.startswith("┃"))
+        assert "(--wide: every column)" in out and "5m" not in header and "1h" not in header
+        assert "total" not in header and "write" in header and "agent" not in header
+        table = [ln for ln in out.splitlines() if ln[:1] in "┏┃┡│├└"]
+        assert table and max(len(ln) for ln in table) <= width, max(len(ln) for ln in table)
+        assert all(k in out for k in keys)  # a session key is never wrapped
+        wide = run(*args, "--wide").output
+        assert "cache write 5m" in wide and "total tokens" in wide and "agent" in wide

@@ -9,7 +9,7 @@ from replay.cli.common import (
     DB_OPTION, cache_options, dataset_option, echo_json, esc, fail_on, format_option, json_option, make_options,
     open_db, out, pick_dataset, print_table
 )
-from replay.cli.fmt import count, money
+from replay.cli.fmt import count, fit, money
 
 VARIANT_EVICTIONS = {"calibrated": "log", "model-only": "none"}
 COMPARE_WITH = ("devboy_lru", "jp_resource_dedup", "read_range_dedup", "supersede", "cupel_dedup")
@@ -67,13 +67,14 @@ def bound(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_
                         f"{money(r['baseline']['cost'])}, {count(r['baseline']['context_tokens'])} context tokens)")
         for c in t.columns[1:5]:
             c.justify = "right"
+            c.no_wrap = True  # a figure stays on one line; the names wrap to fit the page
         rows = [(k, x, x.get("run_id") or "-") for k, x in r["bounds"].items()]
         rows += [(f"{k} (achievable)", x, "not stored") for k, x in r.get("schedules", {}).items()]
         rows += [(f"{k} (defaults)", x, "not stored") for k, x in r["policies"].items()]
         for name, x, rid in rows:
             t.add_row(esc(name), _cell(x["cost"], "$"), _cell(x["context_tokens"]), _cell(x["tokens_delivered"]),
                       count(x["busts"]), esc(rid))
-        print_table(t)
+        print_table(fit(t))
         f = r.get("schedules", {}).get("retro_flush")
         if f:
             out.print(f"retro_flush (the best flush schedule of retroactive lossless removals found; achievable): "

@@ -95,15 +95,20 @@ def table_width() -> int:
     return int(cols) if cols.isdigit() and int(cols) > 0 else PIPE_WIDTH
 
 
+def natural_width(t) -> int:
+    """The width ``t`` takes when nothing limits it."""
+    from rich.console import Console
+
+    return Console(width=10_000).measure(t).maximum
+
+
 def fit(t, wide: bool = False):
     """``t`` laid out within `WIDTH` columns unless ``wide``: when its natural width is larger,
     the table is given that width, so its wrappable columns (names, settings) wrap while the
     figures, set `no_wrap`, stay on one line. Returns ``t``."""
     if wide:
         return t
-    from rich.console import Console
-
-    if Console(width=10_000).measure(t).maximum > WIDTH:
+    if natural_width(t) > WIDTH:
         t.width = WIDTH
     return t
 

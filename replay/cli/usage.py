@@ -12,7 +12,7 @@ import click
 from rich.table import Table
 
 from replay.cli.autoingest import auto_ingest_option
-from replay.cli.fmt import fit
+from replay.cli.fmt import WIDTH, fit, natural_width, wide_option
 from replay.cli.common import (
     DB_OPTION, dataset_option, echo_json, err, esc, fail, fail_on, fmt_ts, format_option, json_option, open_db, out,
     pick_dataset, print_table, slice_options
@@ -210,8 +210,9 @@ def project_label(p: str | None, names: dict[str, str]) -> str:
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV (a header, one line per row, then the totals), with "
               "the numbers unformatted (cost to 6 decimals, cost_complete, unpriced_models); --format csv is the same.")
 @format_option
+@wide_option
 def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_file, prices_file, price_date,
-          as_json, as_csv):
+          as_json, as_csv, wide):
     """Recorded usage and cost: what the logs say was used, by day, week, month, session,
     project, model or agent, with a totals row.
 
@@ -241,7 +242,7 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
     elif as_csv:
         _print_csv(res)
     else:
-        _print_usage(res, filters)
+        _print_usage(res, filters, wide)
 
 
 COLUMNS = (("requests", "responses"), ("input", "input"), ("cache_write_5m", "cache write 5m"),
@@ -263,14 +264,39 @@ def _key_cells(r: dict, by: str, names: dict[str, str]) -> list[str]:
     return [r["key"]]
 
 
-def _print_usage(res: dict, filters) -> None:
+# the compact layout, when every column does not fit `fmt.WIDTH`: both cache writes in one column, no total
+COMPACT = (("requests", "responses"), ("input", "input"), ("cache_write", "cache write"), ("cache_read", "cache read"),
+           ("output", "output"))
+
+
+def _cell(r: dict, f: str) -> int:
+    return r["cache_write_5m"] + r["cache_write_1h"] if f == "cache_write" else r[f]
+
+
+def short_project(p: str) -> str:
+    """A project pseudonym by its last component (`…/c504243265`): enough to tell a session's
+    project from its neighbours'; `--wide` and `--json` give the whole path of pseudonyms."""
+    parts = [x for x in p.split("/") if x]
+    return p if len(parts) <= 1 else "\u2026/" + parts[-1]
+
+
+def _usage_table(res: dict, filters, compact: bool) -> Table:
     by = res["by"]
     keys = _key_columns(by)
+    cols = COMPACT if compact else COLUMNS
+    agents = sorted({r["agent"] for r in res["rows"]}) if by == "session" else []
+    no_agent = compact and by == "session"  # said once in the title rather than on every row (--by agent splits)
+    if no_agent:
+        keys = [k for k in keys if k != "agent"]
     title = f"Recorded usage of {res['dataset']} by {by}"
     active = {k: v for k, v in res["filters"].items() if v and k != "timezone"}
     if active:
         title += " (" + "; ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in active.items()) + ")"
-    t = Table(*keys, *(label for _, label in COLUMNS), "cost $", title=esc(title), show_footer=True)
+    if no_agent:
+        title += f", {', '.join(agents)}"
+    if compact:  # the columns left out: each cache write by TTL, total tokens, agent, whole project keys
+        title += " (--wide: every column)"
+    t = Table(*keys, *(label for _, label in cols), "cost $", title=esc(title), show_footer=True)
     tot = res["totals"]
     for i, c in enumerate(t.columns):
         c.footer = ""
@@ -279,19 +305,36 @@ def _print_usage(res: dict, filters) -> None:
         else:
             c.overflow = "fold"  # a long key wraps rather than being cut
     t.columns[0].footer = "total"
-    for (f, _), c in zip(COLUMNS, t.columns[len(keys):]):
-        c.footer = f"{tot[f]:,}"
+    for (f, _), c in zip(cols, t.columns[len(keys):]):
+        c.footer = f"{_cell(tot, f):,}"
     t.columns[-1].footer = money(tot)
     for r in res["rows"]:
-        t.add_row(*(esc(x) for x in _key_cells(r, by, filters.project_names)), *(f"{r[f]:,}" for f, _ in COLUMNS),
-                  money(r))
+        cells = _key_cells(r, by, filters.project_names)
+        if no_agent:
+            if r.get("project") and r["project"] not in filters.project_names:
+                cells[3] = short_project(r["project"])
+            del cells[1]
+        t.add_row(*(esc(x) for x in cells), *(f"{_cell(r, f):,}" for f, _ in cols), money(r))
     for c in t.columns[len(keys):]:  # a figure is never wrapped or cut: its column is as wide as its widest cell
         c.min_width = max(len(x) for x in [*c._cells, c.footer, *str(c.header).split()])
+    for c in t.columns[:len(keys)]:
+        if compact and c.header == "session":  # a key people copy stays whole
+            c.no_wrap = True
+            c.min_width = max(len(x) for x in [*c._cells, *str(c.header).split()])
+        elif compact and c.header == "started (UTC)":
+            c.min_width = 10  # the day stays whole; its time goes to a second line when the table is tight
+    return t
+
+
+def _print_usage(res: dict, filters, wide: bool = False) -> None:
     if not res["rows"]:
         out.print(f"no recorded responses in {esc(res['dataset'])} match these filters")
         return
-    print_table(fit(t))  # 120 columns: the keys wrap, the figures stay whole
-    if by in ("day", "week", "month") and res["filters"]["timezone"] != "UTC":
+    t = _usage_table(res, filters, compact=False)
+    if not wide and natural_width(t) > WIDTH:
+        t = _usage_table(res, filters, compact=True)
+    print_table(fit(t, wide))  # 120 columns: the keys wrap, the figures stay whole
+    if res["by"] in ("day", "week", "month") and res["filters"]["timezone"] != "UTC":
         out.print(f"times in {esc(res['filters']['timezone'])}")
     for n in res["notes"]:
         out.print(f"[yellow]{esc(n)}[/]")
