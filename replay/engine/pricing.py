@@ -12,24 +12,23 @@ request: it runs once per request per configuration of a sweep, and a call per r
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Iterable
+from itertools import islice
 from typing import TYPE_CHECKING
 
-from replay.engine.calibration import (
-    base_csum,
-    base_prefix,
-    observed_write_position,
-    observed_write_position_at,
-    send_times,
-    tolerance,
+from replay.engine.calibration import send_times
+from replay.engine.keepalive import Pinger
+from replay.engine.prompt import (  # noqa: F401  (uncached_tail, in_policy_world: this module's API before)
+    _evict, _frame_check, _observed_write, _prefix, in_policy_world, uncached_tail,
 )
-from replay.engine.stream_rules import stream_rules
+from replay.engine.stream_rules import StreamRules, stream_rules
 from replay.model.arrays import Stream, Vocab
 from replay.model.cache import (
-    OPENAI_MIN, OPENAI_RETENTION_MS, OPENAI_RETENTIONS, TTL_MS, CacheConfig, StreamCache, openai_grid
+    OPENAI_MIN, OPENAI_RETENTION_MS, OPENAI_RETENTIONS, SYS, TTL_MS, CacheConfig, StreamCache, _neg_tokens,
+    openai_grid,
 )
 from replay.model.costs import provider_of
-from replay.engine.keepalive import Pinger
 from replay.model.whatif import WhatIf, first_idle_ttls
 from replay.policies.base import Context, Policy
 
@@ -67,10 +66,23 @@ def _compute_ttls(st: Stream, cfg: CacheConfig) -> list[int]:
             for a, b in zip(st.r_w1h, st.r_w5)]
 
 
-def _model_tables(vocab: Vocab, opts: ReplayOptions, detail: bool) -> tuple:
+def model_tables(vocab: Vocab, opts: ReplayOptions, detail: bool) -> tuple:
     """Per model code: rates, price each request? (else the token sums once per stream: cost
     is linear in them unless tiered), minimum cacheable prefix, automatic caching?, its grid
-    (step, base) and retention (OpenAI's rules: ``CacheConfig.openai_*``), OpenAI's?"""
+    (step, base) and retention (OpenAI's rules: ``CacheConfig.openai_*``), OpenAI's?
+
+    Memoized on the price table (whose rates never change once resolved): every stream of a
+    replay asks, with the same settings. Read-only."""
+    forced = opts.whatif is not None and opts.whatif.provider.caching == "openai"
+    key = (tuple(vocab.models), opts.cache, forced, detail)
+    memo = opts.prices.__dict__.setdefault("_tables_memo", {})
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = _model_tables(vocab, opts, detail)
+    return got
+
+
+def _model_tables(vocab: Vocab, opts: ReplayOptions, detail: bool) -> tuple:
     cfg = opts.cache
     rates = [opts.prices.rates(m) for m in vocab.models]
     providers = [provider_of(m) for m in vocab.models]
@@ -143,136 +155,6 @@ def first_usage(st: Stream) -> list[int]:
     return got
 
 
-def _evict(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead: float, logged: float,
-           t: int, exact: bool = False) -> None:
-    """A cache miss the log records but the model cannot explain: cut the entries past it back.
-
-    The recorded read may end inside block e (an earlier request's uncached tail started
-    there): the policy keeps the same share of its own version of block e. Where the read
-    ended inside the system prefix, the system entries are cut at the same place of the
-    policy's prompt (`in_policy_world`). ``exact``: keep the share however small (automatic
-    caching reads whole grid steps of up to 512 tokens, so a cut a few tokens short of the
-    recorded read would read a whole step less)."""
-    e, part, rr = st.r_evict[k], st.r_partition[k], st.r_read[k]
-    prefix = 0.0
-    if e >= 0:
-        s0 = st.part_start.get(part, 0)
-        res = st.r_residual[k] if st.r_residual else 0.0
-        prefix = overhead + sum(eff[s0:e]) + res
-        extra = rr - base_prefix(st, k, e)
-        if e < st.r_pos[k] and (extra > tolerance(rr) or (exact and extra > 0.0)) and st.tokens[e] > 0:
-            # a block the policy shrank keeps the share the read covered: never more cache for
-            # the log's block than for the policy's, never a write the shrink did not pay for
-            prefix += min(extra, st.tokens[e]) * (eff[e] / st.tokens[e])
-            e += 1
-    cache.evict(st.r_model[k], part, e, in_policy_world(st, eff, k, rr + tolerance(rr), overhead, logged),
-                prefix, t)
-
-
-def uncached_tail(st: Stream, eff: list[float], k: int, unc: float) -> float:
-    """Request k's uncached tail (the input after its last breakpoint: ``unc`` tokens in the
-    log) in the policy's world: the same blocks at the policy's sizes.
-
-    The tail is the end of the prompt, so a policy that shrank blocks in it shrank the tail,
-    not the cached part before it; taking the log's tail length as is would move the
-    breakpoint back into the cached prefix and make the entries earlier requests wrote longer
-    than anything the request can read. Exactly ``unc`` for a policy that changed none of
-    the tail's blocks."""
-    pos = st.r_pos[k]
-    s0 = st.part_start.get(st.r_partition[k], 0)
-    tokens = st.tokens
-    saved = 0.0
-    left = unc
-    b = pos - 1
-    while b >= s0 and left > 0.0:
-        size = tokens[b]
-        if size > 0.0:
-            cut = eff[b] if eff[b] < size else size
-            if size <= left:
-                saved += size - cut
-            else:
-                # the breakpoint lies inside block b: the tail holds its last `left` tokens
-                saved += (size - cut) * (left / size)
-            left -= size
-        b -= 1
-    out = unc - saved
-    return out if out > 0.0 else 0.0
-
-
-def in_policy_world(st: Stream, eff: list[float], k: int, length: float, overhead: float, logged: float,
-                    cap: float | None = None) -> float:
-    """A length of request k's prompt in the log's world (a recorded read), as the length of the
-    policy's prompt up to the same place.
-
-    The frame is the anchoring's: the overhead, the residual, then the partition's blocks. A
-    place inside the overhead moves by what the policy took out of the overhead (pruned tool
-    definitions); a place past it (a conversation continued from an earlier session that a
-    compaction dropped leaves a large negative residual, so a read can end among the blocks
-    while it is shorter than the overhead) moves by what the policy took out of the blocks
-    before it, and inside a block by the same share of the policy's version of that block.
-    The identity for a policy that changed nothing; never longer than the log's length less
-    what the policy removed before that place, so a policy that only shrinks is never
-    granted less cache than it saved writes. ``cap``: a length the caller takes at most, so
-    that a place past the overhead need not be sized (no sum over the blocks: the warm start
-    asks at every request of the calibrated replay)."""
-    s0 = st.part_start.get(st.r_partition[k], 0)
-    res = st.r_residual[k] if st.r_residual else 0.0
-    pos = st.r_pos[k]
-    base0 = logged + res
-    if length <= base0 or pos <= s0:
-        out = length - (logged - overhead)
-        return out if out > 0.0 else 0.0
-    if cap is not None and overhead + res >= cap:
-        return cap
-    csum = base_csum(st)
-    p = observed_write_position_at(csum, length - base0 + csum[s0], s0, pos)
-    rem = length - (base0 + csum[p] - csum[s0])
-    if p < pos and st.tokens[p] > 0:
-        rem = min(rem, st.tokens[p]) * (eff[p] / st.tokens[p])
-    out = overhead + res + sum(eff[s0:p]) + rem
-    return out if out > 0.0 else 0.0
-
-
-def _prefix(st: Stream, eff: list[float], k: int, u: int, overhead: float) -> float:
-    """The policy's prefix of request k up to block u."""
-    s0 = st.part_start.get(st.r_partition[k], 0)
-    return overhead + sum(eff[s0:u]) + (st.r_residual[k] if st.r_residual else 0.0)
-
-
-def _observed_write(cache: StreamCache, st: Stream, eff: list[float], k: int, t: int, overhead: float,
-                    cacheable: float, min_cacheable: int) -> int:
-    """Where request k's recorded read covers blocks beyond every entry alive in the (no-op)
-    cache, the block position of the observed write, else -1."""
-    pos = st.r_pos[k]
-    s0 = st.part_start.get(st.r_partition[k], 0)
-    p = observed_write_position(st, k, pos)
-    if p <= s0:
-        return -1
-    prefix = min(_prefix(st, eff, k, p, overhead), cacheable)
-    if prefix < min_cacheable:
-        return -1
-    best = cache.longest(st.r_model[k], st.r_partition[k], pos, t, cacheable)
-    if best is not None and best + tolerance(float(st.r_read[k])) >= prefix:
-        return -1
-    return p
-
-
-def _frame_check(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead_of: list[float]) -> None:
-    """The provider stopped seeing tokens the blocks still hold (the anchoring residual fell):
-    an entry longer than what is now sent up to its boundary describes content that is no
-    longer sent and cannot be read."""
-    part = st.r_partition[k]
-    s0 = st.part_start.get(part, 0)
-    res = st.r_residual[k]
-    kept = []
-    for e in cache.entries:
-        if e[1] == part and e[2] > s0:
-            now = overhead_of[e[0]] + sum(eff[s0:e[2]]) + res
-            if e[3] > now + tolerance(now):
-                continue
-        kept.append(e)
-    cache.entries = kept
-
 
 def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions, ctx: Context,
                    detail: dict[str, list] | None, requests: Iterable[Request],
@@ -281,7 +163,8 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                    add: bool = True) -> list[tuple[str, float]]:
     """Price each of the stream's requests and add the stream's figures to ``ctx.metrics``
     (and a row per request to ``detail``). Call after ``start_stream``: the policy's
-    ``overhead`` hook is asked here, before the first request is taken from ``requests``.
+    ``overhead`` hook is asked here, before the first request is taken from ``requests``,
+    which must yield every request of the stream, in order.
 
     ``observed_writes``: per request, the block position of an observed write to replay (-1:
     none), decided by the no-op replay; ``record``: the no-op replay that decides them
@@ -292,7 +175,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     added (``add``: add them to ``ctx.metrics`` here)."""
     cfg = opts.cache
     cache = StreamCache(cfg)
-    rates, each, min_c, auto, grids, retention, openai = _model_tables(vocab, opts, detail is not None)
+    rates, each, min_c, auto, grids, retention, openai = model_tables(vocab, opts, detail is not None)
     per_model = [[0.0, 0.0, 0.0, 0.0, 0.0] for _ in rates]
     if overhead_of is None:
         overhead_of = _overheads(st, policy, ctx, len(rates))
@@ -310,29 +193,35 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         elif client.ttl_rule == "plan":
             ttls, ping_gaps = client.plan(st)
     pinger = Pinger(keep, rates, auto, min_c) if keep is not None or ping_gaps is not None else None
-    residual = st.r_residual or [0.0] * st.n_requests
     rules = stream_rules(st, vocab, cfg, openai)
+    residual = rules.residual
     evictions, warm_log = rules.evictions, cfg.warm_start == "log"
-    r_pos, r_part, r_model, r_ts = st.r_pos, st.r_partition, st.r_model, rules.send
-    r_unc, r_read, r_out, eff = st.r_uncached, st.r_read, st.r_output, ctx.eff
-    forks, refresh, drops, evicts, rare = rules.forks, rules.refresh, rules.drops, rules.evicts, rules.rare
-    reasoning_cuts, second, r_s0, tail_lo, tokens = rules.reasoning_cuts, rules.second, rules.s0, rules.tail_lo, st.tokens
+    r_ts, eff, tokens, r_s0, tail_lo = rules.send, ctx.eff, st.tokens, rules.s0, rules.tail_lo
     routing_miss = cfg.openai_routing_miss if cfg.observed_evictions == "none" else 0.0
     # other sessions keep the client's instructions warm (CacheConfig.openai_warm_prefix)
     warm_kept = cfg.openai_warm_prefix == "kept"
-    frames, metrics = rules.frames, ctx.metrics
+    metrics = ctx.metrics
+    # the cache's common request (no retroactive change, explicit breakpoints) is taken here
+    # rather than by `StreamCache.request`: the same steps, without a call per request
+    enabled, system_bp, forever, lookback = cache.enabled, cache.system_bp, cache.forever, cache.lookback
     first = True
     n_req = 0
+    last_model = None
     s_total = s_unc = s_read = s_w5 = s_w1h = s_out = s_cost = s_busts = s_bust_tokens = 0.0
-    for k, running, changed_from, removed in requests:
-        model = r_model[k]
-        overhead = overhead_of[model]
-        total = overhead + running + residual[k]
+    for (k, running, changed_from, removed), model, res, unc_rec, rr, t, tr, pos, part, ttl, rare, out in zip(
+            requests, st.r_model, residual, st.r_uncached, st.r_read, r_ts, rules.tref, st.r_pos, st.r_partition,
+            ttls, rules.rare, st.r_output):
+        if model != last_model:
+            # a stream's requests rarely change model: its constants are looked up again only then
+            last_model = model
+            overhead, is_auto, minc, sysp, logged = overhead_of[model], auto[model], min_c[model], sys_of[model], \
+                logged_of[model]
+            sys_bp = system_bp and sysp >= minc
+            inline = enabled and not is_auto
+        total = overhead + running + res
         if total < 0.0:
             total = 0.0
-        unc_rec, rr, t = r_unc[k], r_read[k], r_ts[k]
-        pos, part = r_pos[k], r_part[k]
-        if unc_rec > 0 and not auto[model] and (metrics["blocks_changed"] if changed_k is None else k >= changed_k):
+        if unc_rec > 0 and not is_auto and (metrics["blocks_changed"] if changed_k is None else k >= changed_k):
             # only a policy that changed a block of the tail can have changed it (the walk over
             # it gives the log's tail, as a float, where none changed)
             lo = tail_lo[k]
@@ -340,13 +229,12 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 unc_rec = float(unc_rec)
             else:
                 unc_rec = uncached_tail(st, eff, k, unc_rec)
-        ttl = ttls[k]
         if warm_log and rr > 0 and (first or evictions):
             # cached per the log though this stream did not write it: kept warm by other sessions
             # in the policy's world: a policy that shrank the overhead shrank what was warm too
             # (`in_policy_world` capped at the overhead; its two cheap cases inline: this runs at
             # nearly every request of the calibrated replay)
-            res, logged, frr = residual[k], logged_of[model], float(rr)
+            frr = float(rr)
             if frr <= logged + res or pos <= r_s0[k]:
                 warm = frr - (logged - overhead)
                 if not warm > 0.0:
@@ -354,63 +242,110 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             elif overhead + res >= overhead:
                 warm = overhead
             else:
-                warm = in_policy_world(st, eff, k, frr, overhead, logged, overhead)
+                warm = in_policy_world(st, eff, k, frr, overhead, logged, overhead,
+                                       not (metrics["blocks_changed"] if changed_k is None else k >= changed_k))
             x = total - unc_rec
             if x < warm:
                 warm = x
             if overhead < warm:
                 warm = overhead
-            cache.warm(model, warm, t, KEPT_MS if warm_kept and openai[model] else ttl)
+            # StreamCache.warm
+            if not warm <= 0 and enabled:
+                for e in cache.sys:
+                    if e[0] == model and e[4] >= t and e[3] >= warm:
+                        break
+                else:
+                    wt = KEPT_MS if warm_kept and openai[model] else ttl
+                    cache._add([model, SYS, 0, warm, t + wt, wt])
         first = False
-        if rare[k] or pinger is not None:
-            if frames[k] and not auto[model] and cache.entries:
-                _frame_check(cache, st, eff, k, overhead_of)
-            u, t_end = forks[k]
-            fork = u >= 0 and not auto[model]
-            pinging = pinger is not None and k > 0 and (ping_gaps is None or ping_gaps[k])
-            if pinging:
-                # keep-alive pings through the idle gap before this request, up to its turn-end write
-                pinger.gap(cache, st, k, r_ts[k - 1], r_ts[k - 1], t_end if fork and t_end < t else t,
-                           ping_gaps is not None, ttls[k - 1])
-            if fork:
-                # the unlogged turn-end request cached the conversation up to the last answer
-                cacheable = total - unc_rec
-                prefix = _prefix(st, eff, k, u, overhead)
-                cache.request(model, part, u, t_end, prefix if prefix < cacheable else cacheable, 0.0, sys_of[model],
-                              ttl, min_c[model], None, 0.0, sys_ttl_ms=sys_ttl)
-                if pinging and t_end < t:
-                    # and from the turn-end write (a use of the cache) on
-                    pinger.gap(cache, st, k, r_ts[k - 1], t_end, t, ping_gaps is not None, ttls[k - 1])
-            if drops[k] and not auto[model]:
-                # thinking switched on or off, or the client re-rendered the conversation from its
-                # first message: the message entries are invalid, the system's stay
-                cache.drop_messages(model)
-            if evicts[k]:
-                _evict(cache, st, eff, k, overhead, logged_of[model], t, auto[model])
-        if evictions and not auto[model] and rr > 0:
+        if rare or pinger is not None:
+            _rare_step(cache, st, eff, k, rules, pinger, ping_gaps, ttls, model, is_auto, total, unc_rec,
+                       overhead, sysp, logged, minc, ttl, sys_ttl, overhead_of,
+                       not (metrics["blocks_changed"] if changed_k is None else k >= changed_k))
+        if evictions and not is_auto and rr > 0:
             p_obs = -1
             if record is not None:
-                p_obs = _observed_write(cache, st, eff, k, t, overhead, total - unc_rec, min_c[model])
+                p_obs = _observed_write(cache, st, eff, k, t, overhead, total - unc_rec, minc)
                 record.append(p_obs)
             elif observed_writes is not None:
                 p_obs = observed_writes[k]
             if p_obs >= 0:
                 cacheable = total - unc_rec
-                prefix = _prefix(st, eff, k, p_obs, overhead)
+                prefix = _prefix(st, eff, k, p_obs, overhead, p_obs <= pos and not (
+                    metrics["blocks_changed"] if changed_k is None else k >= changed_k))
                 cache.write(model, part, p_obs, prefix if prefix < cacheable else cacheable, t, ttl)
         elif record is not None:
             record.append(-1)
-        if auto[model]:
-            if rare[k]:
-                if reasoning_cuts[k] >= 0:
+        if inline and changed_from is None:
+            # StreamCache.request: read the longest entry the request can reach, write the rest
+            uncached = unc_rec if unc_rec < total else total
+            cacheable = total - uncached
+            # an entry as long as the limit, computed along another path of float sums, is not longer
+            lim = cacheable + 1e-6
+            entries = cache.entries
+            best = None
+            if entries:
+                # entries are longest first: those longer than the request (another partition's,
+                # left by a compaction) are skipped by a search, not one by one
+                for e in (entries if entries[0][3] <= lim else
+                          islice(entries, bisect_left(entries, -lim, key=_neg_tokens), None)):
+                    if e[3] > lim or e[0] != model or e[4] < t:
+                        continue
+                    if e[1] != SYS and (e[1] != part or e[2] > pos or pos - e[2] > lookback):
+                        continue
+                    best = e
+                    break
+            read = 0.0
+            if best is not None and best[3] >= minc:
+                read = best[3] if best[3] < cacheable else cacheable
+                best[4] = tr + best[5]
+            if cacheable >= minc:
+                written = cacheable - read
+                if written > 0:
+                    exp = tr + ttl
+                    entry = [model, part, pos, cacheable, exp, ttl]
+                    if forever or part == SYS:
+                        cache._add(entry)
+                    else:
+                        # StreamCache._add: longest first, ties oldest first
+                        if not entries or entries[0][3] < cacheable:
+                            entries.insert(0, entry)
+                        elif entries[-1][3] >= cacheable:
+                            entries.append(entry)
+                        else:
+                            insort(entries, entry, key=_neg_tokens)
+                        if exp < cache.next_expiry:
+                            cache.next_expiry = exp
+            else:
+                written = 0.0
+                uncached = total - read
+            if sys_bp:
+                # the system breakpoint is hit (refreshed) or written by every request
+                sttl = ttl if sys_ttl is None else sys_ttl
+                for e in cache.sys:
+                    if e[0] == model and e[3] == sysp:
+                        if e[4] >= t:
+                            e[4] = tr + e[5]
+                            break
+                        e[4] = tr + sttl
+                        e[5] = sttl
+                        break
+                else:
+                    cache._add([model, SYS, 0, sysp, tr + sttl, sttl])
+            if t > cache.next_expiry:
+                cache._prune(t)
+            bust = 0.0
+        elif is_auto:
+            if rare:
+                if rules.reasoning_cuts[k] >= 0:
                     # a new user turn: the earlier turns' reasoning left the prompt
-                    cache.cut_after(part, reasoning_cuts[k])
-                if second[k]:
+                    cache.cut_after(part, rules.reasoning_cuts[k])
+                if rules.second[k]:
                     cache.drop_messages(model)
             step, base = grids[model]
             read, written, uncached, bust = cache.request_auto(
                 model, part, pos, t, total, retention[model] if auto_log else ttl, changed_from, removed,
-                min_c[model], step, base)
+                minc, step, base)
             if routing_miss and openai[model] and read > 0.0:
                 # expected: a request routed to a machine without the prefix reads the warm part only
                 warm = cache.warm_length(model, t)
@@ -419,18 +354,16 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 uncached += lost
         else:
             read, written, uncached, bust = cache.request(
-                model, part, pos, t, total, unc_rec if unc_rec < total else total, sys_of[model], ttl, min_c[model],
-                changed_from, removed, refresh[k] if refresh is not None else None, sys_ttl_ms=sys_ttl)
-        if sys_ttl is not None and sys_ttl != ttl and written > 0 and cache.system_bp and read < sys_of[model] \
-                and sys_of[model] >= min_c[model]:
+                model, part, pos, t, total, unc_rec if unc_rec < total else total, sysp, ttl, minc,
+                changed_from, removed, tr, sys_ttl_ms=sys_ttl)
+        if sys_ttl is not None and sys_ttl != ttl and written > 0 and system_bp and read < sysp and sysp >= minc:
             # a mixed layout: the part of the write up to the system breakpoint has its own TTL
-            w_sys = min(sys_of[model], read + written) - read
+            w_sys = min(sysp, read + written) - read
             w5, w1h = (w_sys, written - w_sys) if ttl == ttl_1h else (written - w_sys, w_sys)
         elif ttl == ttl_1h:
             w5, w1h = 0.0, written
         else:
             w5, w1h = written, 0.0
-        out = r_out[k]
         if each[model]:
             cost = rates[model].cost(uncached, w5, w1h, read, out)
             s_cost += cost
@@ -471,6 +404,40 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     if add:
         add_figures(ctx.metrics, figures)
     return figures
+
+
+def _rare_step(cache: StreamCache, st: Stream, eff: list[float], k: int, rules: StreamRules, pinger: Pinger | None,
+               ping_gaps: list[bool] | None, ttls: list[int], model: int, is_auto: bool, total: float,
+               unc_rec: float, overhead: float, sysp: float, logged: float, minc: int, ttl: int,
+               sys_ttl: int | None, overhead_of: list[float], same: bool) -> None:
+    """What happens to the cache before request k beyond the common case (`StreamRules.rare`,
+    or keep-alive pings): a frame check, pings, the turn-end write, a client break, an
+    observed eviction. ``same``: the policy changed no block before the request."""
+    r_ts, t = rules.send, rules.send[k]
+    if rules.frames[k] and not is_auto and cache.entries:
+        _frame_check(cache, st, eff, k, overhead_of)
+    u, t_end = rules.forks[k]
+    fork = u >= 0 and not is_auto
+    pinging = pinger is not None and k > 0 and (ping_gaps is None or ping_gaps[k])
+    if pinging:
+        # keep-alive pings through the idle gap before this request, up to its turn-end write
+        pinger.gap(cache, st, k, r_ts[k - 1], r_ts[k - 1], t_end if fork and t_end < t else t,
+                   ping_gaps is not None, ttls[k - 1])
+    if fork:
+        # the unlogged turn-end request cached the conversation up to the last answer
+        cacheable = total - unc_rec
+        prefix = _prefix(st, eff, k, u, overhead, same and u <= st.r_pos[k])
+        cache.request(model, st.r_partition[k], u, t_end, prefix if prefix < cacheable else cacheable, 0.0, sysp,
+                      ttl, minc, None, 0.0, sys_ttl_ms=sys_ttl)
+        if pinging and t_end < t:
+            # and from the turn-end write (a use of the cache) on
+            pinger.gap(cache, st, k, r_ts[k - 1], t_end, t, ping_gaps is not None, ttls[k - 1])
+    if rules.drops[k] and not is_auto:
+        # thinking switched on or off, or the client re-rendered the conversation from its
+        # first message: the message entries are invalid, the system's stay
+        cache.drop_messages(model)
+    if rules.evicts[k]:
+        _evict(cache, st, eff, k, overhead, logged, t, is_auto, same)
 
 
 def _detail_row(detail: dict[str, list], stream_id: int, k: int, figures: tuple) -> None:

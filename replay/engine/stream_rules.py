@@ -37,16 +37,21 @@ class StreamRules:
     so where the policy changed none of them the tail is the log's); ``frames``: the anchoring
     residual fell since the previous request of its partition (`pricing._frame_check`);
     ``rare``: any of frames, forks, drops, evicts, reasoning_cuts or second applies (the step
-    looks at them only there).
+    looks at them only there); ``tref``: when what the request reads or writes starts its TTL
+    (``refresh``, or ``send`` where that is later or there is none); ``residual``: the stream's
+    anchoring residual per request (0.0 where it has none).
     Read-only: shared by every replay of the stream under the setting."""
 
     __slots__ = ("send", "refresh", "forks", "drops", "evicts", "reasoning_cuts", "second", "s0", "rare",
-                 "evictions", "tail_lo", "frames")
+                 "evictions", "tail_lo", "frames", "tref", "residual")
 
     def __init__(self, st: Stream, vocab: Vocab, cfg: CacheConfig, openai: list[bool]):
         n = st.n_requests
         self.send = send_times(st, cfg)
         self.refresh = refresh_times(st, cfg)
+        self.tref = self.send if self.refresh is None else [
+            t if r < t else r for t, r in zip(self.send, self.refresh)]
+        self.residual = st.r_residual or [0.0] * n
         self.forks = fork_writes(st, cfg)
         switches = thinking_switches(st, vocab.models, cfg)
         rewrites = client_rewrites(st, vocab.tool_names, cfg)
