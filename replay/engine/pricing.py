@@ -194,7 +194,6 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             ttls, ping_gaps = client.plan(st)
     pinger = Pinger(keep, rates, auto, min_c) if keep is not None or ping_gaps is not None else None
     rules = stream_rules(st, vocab, cfg, openai)
-    residual = rules.residual
     evictions, warm_log = rules.evictions, cfg.warm_start == "log"
     r_ts, eff, tokens, r_s0, tail_lo = rules.send, ctx.eff, st.tokens, rules.s0, rules.tail_lo
     routing_miss = cfg.openai_routing_miss if cfg.observed_evictions == "none" else 0.0
@@ -204,24 +203,38 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     # the cache's common request (no retroactive change, explicit breakpoints) is taken here
     # rather than by `StreamCache.request`: the same steps, without a call per request
     enabled, system_bp, forever, lookback = cache.enabled, cache.system_bp, cache.forever, cache.lookback
-    first = True
+    # what holds for the whole stream is decided here, once: the loop tests one flag
+    warm_now, warm_each = warm_log, warm_log and evictions  # the first request, then the others
+    pinging = pinger is not None
+    mixed = sys_ttl is not None and system_bp
+    # the recorded tail is looked at from the first request a change can reach (the walk tells
+    # as it goes when changed_k is None)
+    tail_k = 0 if changed_k is None else changed_k
     n_req = 0
-    last_model = None
+    last_model = acc = None
     s_total = s_unc = s_read = s_w5 = s_w1h = s_out = s_cost = s_busts = s_bust_tokens = 0.0
-    for (k, running, changed_from, removed), model, res, unc_rec, rr, t, tr, pos, part, ttl, rare, out in zip(
-            requests, st.r_model, residual, st.r_uncached, st.r_read, r_ts, rules.tref, st.r_pos, st.r_partition,
-            ttls, rules.rare, st.r_output):
+    a_unc = a_w5 = a_w1h = a_read = a_out = 0.0
+    for (k, running, changed_from, removed), (model, res, unc_rec, rr, t, tr, pos, part, rare, out), ttl in zip(
+            requests, rules.rows, ttls):
         if model != last_model:
-            # a stream's requests rarely change model: its constants are looked up again only then
+            # a stream's requests rarely change model: its constants are looked up again only then,
+            # and its token sums (`per_model`) are kept in locals meanwhile (added in the same order)
+            if acc is not None:
+                acc[:] = a_unc, a_w5, a_w1h, a_read, a_out
             last_model = model
             overhead, is_auto, minc, sysp, logged = overhead_of[model], auto[model], min_c[model], sys_of[model], \
                 logged_of[model]
             sys_bp = system_bp and sysp >= minc
             inline = enabled and not is_auto
+            observe = evictions and not is_auto
+            priced = each[model]
+            acc = None if priced else per_model[model]
+            if acc is not None:
+                a_unc, a_w5, a_w1h, a_read, a_out = acc
         total = overhead + running + res
         if total < 0.0:
             total = 0.0
-        if unc_rec > 0 and not is_auto and (metrics["blocks_changed"] if changed_k is None else k >= changed_k):
+        if unc_rec > 0 and k >= tail_k and not is_auto and (changed_k is not None or metrics["blocks_changed"]):
             # only a policy that changed a block of the tail can have changed it (the walk over
             # it gives the log's tail, as a float, where none changed)
             lo = tail_lo[k]
@@ -229,7 +242,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 unc_rec = float(unc_rec)
             else:
                 unc_rec = uncached_tail(st, eff, k, unc_rec)
-        if warm_log and rr > 0 and (first or evictions):
+        if warm_now and rr > 0:
             # cached per the log though this stream did not write it: kept warm by other sessions
             # in the policy's world: a policy that shrank the overhead shrank what was warm too
             # (`in_policy_world` capped at the overhead; its two cheap cases inline: this runs at
@@ -257,18 +270,17 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 else:
                     wt = KEPT_MS if warm_kept and openai[model] else ttl
                     cache._add([model, SYS, 0, warm, t + wt, wt])
-        first = False
-        if rare or pinger is not None:
+        warm_now = warm_each
+        if rare or pinging:
             _rare_step(cache, st, eff, k, rules, pinger, ping_gaps, ttls, model, is_auto, total, unc_rec,
                        overhead, sysp, logged, minc, ttl, sys_ttl, overhead_of,
                        not (metrics["blocks_changed"] if changed_k is None else k >= changed_k))
-        if evictions and not is_auto and rr > 0:
-            p_obs = -1
-            if record is not None:
+        if observe and rr > 0:
+            if record is None:
+                p_obs = -1 if observed_writes is None else observed_writes[k]
+            else:
                 p_obs = _observed_write(cache, st, eff, k, t, overhead, total - unc_rec, minc)
                 record.append(p_obs)
-            elif observed_writes is not None:
-                p_obs = observed_writes[k]
             if p_obs >= 0:
                 cacheable = total - unc_rec
                 prefix = _prefix(st, eff, k, p_obs, overhead, p_obs <= pos and not (
@@ -356,7 +368,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             read, written, uncached, bust = cache.request(
                 model, part, pos, t, total, unc_rec if unc_rec < total else total, sysp, ttl, minc,
                 changed_from, removed, tr, sys_ttl_ms=sys_ttl)
-        if sys_ttl is not None and sys_ttl != ttl and written > 0 and system_bp and read < sysp and sysp >= minc:
+        if mixed and sys_ttl != ttl and written > 0 and read < sysp and sysp >= minc:
             # a mixed layout: the part of the write up to the system breakpoint has its own TTL
             w_sys = min(sysp, read + written) - read
             w5, w1h = (w_sys, written - w_sys) if ttl == ttl_1h else (written - w_sys, w_sys)
@@ -364,17 +376,16 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             w5, w1h = 0.0, written
         else:
             w5, w1h = written, 0.0
-        if each[model]:
+        if priced:
             cost = rates[model].cost(uncached, w5, w1h, read, out)
             s_cost += cost
         else:
             # cost is linear in the token categories: sum them per model, price once per stream
-            acc = per_model[model]
-            acc[0] += uncached
-            acc[1] += w5
-            acc[2] += w1h
-            acc[3] += read
-            acc[4] += out
+            a_unc += uncached
+            a_w5 += w5
+            a_w1h += w1h
+            a_read += read
+            a_out += out
         n_req += 1
         s_total += total
         s_unc += uncached
@@ -387,6 +398,8 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             s_bust_tokens += bust
         if detail is not None:
             _detail_row(detail, st.stream_id, k, (total, uncached, read, w5, w1h, out, cost, bust))
+    if acc is not None:
+        acc[:] = a_unc, a_w5, a_w1h, a_read, a_out
 
     figures = []
     if pinger is not None:

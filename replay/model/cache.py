@@ -295,18 +295,23 @@ class StreamCache:
         """
         kept = []
         src = None
+        cut = False
         for e in self.entries:
             if e[0] == model:
                 if e[1] == SYS:
                     if e[3] > sys_tokens:
                         e[3] = sys_tokens
+                        cut = True
                 elif e[1] == part and (e[2] > pos or (e[2] == pos and e[3] > prefix_tokens + 1.0)):
                     if e[4] >= t and (src is None or e[4] > src[4]):
                         src = e
                     continue
             kept.append(e)
+        if cut:
+            # a system entry was shortened (what is left of a list kept in order is in order: the
+            # sort is stable, and would not move anything)
+            kept.sort(key=_neg_tokens)
         self.entries = kept
-        self.entries.sort(key=_neg_tokens)  # the system entry may have been shortened
         if src is not None and pos >= 0:
             self._add([model, part, pos, min(prefix_tokens, src[3]), src[4], src[5]])
 
