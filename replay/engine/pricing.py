@@ -28,7 +28,7 @@ from replay.model.cache import (
     OPENAI_MIN, OPENAI_RETENTION_MS, OPENAI_RETENTIONS, SYS, TTL_MS, CacheConfig, StreamCache, _neg_tokens,
     openai_grid,
 )
-from replay.model.costs import provider_of
+from replay.model.costs import PriceTable, provider_of
 from replay.model.whatif import WhatIf, first_idle_ttls
 from replay.policies.base import Context, Policy
 
@@ -82,6 +82,20 @@ def model_tables(vocab: Vocab, opts: ReplayOptions, detail: bool) -> tuple:
     return got
 
 
+def price_keys(vocab: Vocab, prices: PriceTable) -> tuple[str, tuple[int, ...]]:
+    """The rates of every model code as one string (equal strings, equal rates) and their
+    minimum cacheable prefixes: what the memos of priced streams and observed writes are keyed
+    by, memoized on the price table, so that a key is not built and hashed from the rates at
+    every stream (a string's hash is kept)."""
+    memo = prices.__dict__.setdefault("_keys_memo", {})
+    models = tuple(vocab.models)
+    got = memo.get(models)
+    if got is None:
+        rates = [prices.rates(m) for m in models]
+        got = memo[models] = (repr(rates), tuple(r.min_cacheable for r in rates))
+    return got
+
+
 def _model_tables(vocab: Vocab, opts: ReplayOptions, detail: bool) -> tuple:
     cfg = opts.cache
     rates = [opts.prices.rates(m) for m in vocab.models]
@@ -119,9 +133,19 @@ def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> 
     takes the system prefix other streams of the dataset show for the model and client version
     (``Stream.shared_system_prefix``), ``"earlier"`` the one the sessions that started earlier
     show (``Stream.prior_system_prefix``); otherwise the whole overhead is taken."""
-    out = list(overhead_of)
     if cfg.system_prefix == "overhead":
-        return out
+        return list(overhead_of)
+    # the same for every configuration with the same overheads: kept on the stream (read-only)
+    memo = st.__dict__.setdefault("_system_prefix_memo", {})
+    key = (cfg.system_prefix, cfg.prefix_versions, tuple(overhead_of))
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = _compute_system_prefixes(st, overhead_of, cfg)
+    return got
+
+
+def _compute_system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> list[float]:
+    out = list(overhead_of)
     for k in first_usage(st):
         m = st.r_model[k]
         logged, rr = st.overhead.get(m, 0.0), float(st.r_read[k])
