@@ -219,14 +219,15 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     pinger = Pinger(keep, rates, auto, min_c) if keep is not None or ping_gaps is not None else None
     rules = stream_rules(st, vocab, cfg, openai)
     evictions, warm_log = rules.evictions, cfg.warm_start == "log"
-    r_ts, eff, tokens, r_s0, tail_lo = rules.send, ctx.eff, st.tokens, rules.s0, rules.tail_lo
+    r_ts, eff, tokens, tail_lo = rules.send, ctx.eff, st.tokens, rules.tail_lo
     routing_miss = cfg.openai_routing_miss if cfg.observed_evictions == "none" else 0.0
     # other sessions keep the client's instructions warm (CacheConfig.openai_warm_prefix)
     warm_kept = cfg.openai_warm_prefix == "kept"
     metrics = ctx.metrics
     # the cache's common request (no retroactive change, explicit breakpoints) is taken here
     # rather than by `StreamCache.request`: the same steps, without a call per request
-    enabled, system_bp, forever, lookback = cache.enabled, cache.system_bp, cache.forever, cache.lookback
+    enabled, system_bp, lookback = cache.enabled, cache.system_bp, cache.lookback
+    slow_add = cache.forever  # entries that never expire are added by `StreamCache._add`
     # what holds for the whole stream is decided here, once: the loop tests one flag
     warm_now, warm_each = warm_log, warm_log and evictions  # the first request, then the others
     pinging = pinger is not None
@@ -238,7 +239,8 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     last_model = acc = None
     s_total = s_unc = s_read = s_w5 = s_w1h = s_out = s_cost = s_busts = s_bust_tokens = 0.0
     a_unc = a_w5 = a_w1h = a_read = a_out = 0.0
-    for (k, running, changed_from, removed), (model, res, unc_rec, rr, t, tr, pos, part, rare, out), ttl in zip(
+    has_detail = detail is not None
+    for (k, running, changed_from, removed), (model, res, unc_rec, frr, t, tr, pos, part, s0, rare, out), ttl in zip(
             requests, rules.rows, ttls):
         if model != last_model:
             # a stream's requests rarely change model: its constants are looked up again only then,
@@ -249,6 +251,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             overhead, is_auto, minc, sysp, logged = overhead_of[model], auto[model], min_c[model], sys_of[model], \
                 logged_of[model]
             sys_bp = system_bp and sysp >= minc
+            minc_f = float(minc)  # compared with floats (the same order as with the int, fewer steps)
             inline = enabled and not is_auto
             observe = evictions and not is_auto
             priced = each[model]
@@ -266,13 +269,12 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 unc_rec = float(unc_rec)
             else:
                 unc_rec = uncached_tail(st, eff, k, unc_rec)
-        if warm_now and rr > 0:
+        if warm_now and frr > 0.0:
             # cached per the log though this stream did not write it: kept warm by other sessions
             # in the policy's world: a policy that shrank the overhead shrank what was warm too
             # (`in_policy_world` capped at the overhead; its two cheap cases inline: this runs at
             # nearly every request of the calibrated replay)
-            frr = float(rr)
-            if frr <= logged + res or pos <= r_s0[k]:
+            if frr <= logged + res or pos <= s0:
                 warm = frr - (logged - overhead)
                 if not warm > 0.0:
                     warm = 0.0
@@ -287,7 +289,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             if overhead < warm:
                 warm = overhead
             # StreamCache.warm
-            if not warm <= 0 and enabled:
+            if not warm <= 0.0 and enabled:
                 for e in cache.sys:
                     if e[0] == model and e[4] >= t and e[3] >= warm:
                         break
@@ -299,7 +301,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             _rare_step(cache, st, eff, k, rules, pinger, ping_gaps, ttls, model, is_auto, total, unc_rec,
                        overhead, sysp, logged, minc, ttl, sys_ttl, overhead_of,
                        not (metrics["blocks_changed"] if changed_k is None else k >= changed_k))
-        if observe and rr > 0:
+        if observe and frr > 0.0:
             if record is None:
                 p_obs = -1 if observed_writes is None else observed_writes[k]
             else:
@@ -321,26 +323,33 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             entries = cache.entries
             best = None
             if entries:
-                # entries are longest first: those longer than the request (another partition's,
-                # left by a compaction) are skipped by a search, not one by one
-                for e in (entries if entries[0][3] <= lim else
-                          islice(entries, bisect_left(entries, -lim, key=_neg_tokens), None)):
-                    if e[3] > lim or e[0] != model or e[4] < t:
-                        continue
-                    if e[1] != SYS and (e[1] != part or e[2] > pos or pos - e[2] > lookback):
-                        continue
-                    best = e
-                    break
+                e = entries[0]
+                if e[3] <= lim and e[0] == model and e[4] >= t and (
+                        e[1] == SYS or (e[1] == part and e[2] <= pos and pos - e[2] <= lookback)):
+                    best = e  # most often: the entry the previous request wrote
+                else:
+                    # entries are longest first: those longer than the request (another
+                    # partition's, left by a compaction) are skipped by a search, not one by one
+                    for e in (entries if e[3] <= lim else
+                              islice(entries, bisect_left(entries, -lim, key=_neg_tokens), None)):
+                        if e[3] > lim or e[0] != model or e[4] < t:
+                            continue
+                        if e[1] != SYS and (e[1] != part or e[2] > pos or pos - e[2] > lookback):
+                            continue
+                        best = e
+                        break
             read = 0.0
-            if best is not None and best[3] >= minc:
-                read = best[3] if best[3] < cacheable else cacheable
-                best[4] = tr + best[5]
-            if cacheable >= minc:
+            if best is not None:
+                b = best[3]
+                if b >= minc_f:
+                    read = b if b < cacheable else cacheable
+                    best[4] = tr + best[5]
+            if cacheable >= minc_f:
                 written = cacheable - read
-                if written > 0:
+                if written > 0.0:
                     exp = tr + ttl
                     entry = [model, part, pos, cacheable, exp, ttl]
-                    if forever or part == SYS:
+                    if slow_add or part == SYS:
                         cache._add(entry)
                     else:
                         # StreamCache._add: longest first, ties oldest first
@@ -357,16 +366,17 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 uncached = total - read
             if sys_bp:
                 # the system breakpoint is hit (refreshed) or written by every request
-                sttl = ttl if sys_ttl is None else sys_ttl
                 for e in cache.sys:
                     if e[0] == model and e[3] == sysp:
                         if e[4] >= t:
                             e[4] = tr + e[5]
-                            break
-                        e[4] = tr + sttl
-                        e[5] = sttl
+                        else:
+                            sttl = ttl if sys_ttl is None else sys_ttl
+                            e[4] = tr + sttl
+                            e[5] = sttl
                         break
                 else:
+                    sttl = ttl if sys_ttl is None else sys_ttl
                     cache._add([model, SYS, 0, sysp, tr + sttl, sttl])
             if t > cache.next_expiry:
                 cache._prune(t)
@@ -417,10 +427,10 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         s_w5 += w5
         s_w1h += w1h
         s_out += out
-        if bust > 0:
+        if bust > 0.0:
             s_busts += 1
             s_bust_tokens += bust
-        if detail is not None:
+        if has_detail:
             _detail_row(detail, st.stream_id, k, (total, uncached, read, w5, w1h, out, cost, bust))
     if acc is not None:
         acc[:] = a_unc, a_w5, a_w1h, a_read, a_out

@@ -40,7 +40,7 @@ class StreamRules:
     looks at them only there); ``tref``: when what the request reads or writes starts its TTL
     (``refresh``, or ``send`` where that is later or there is none); ``residual``: the stream's
     anchoring residual per request (0.0 where it has none); ``rows``: per request, (model, residual,
-    recorded uncached, recorded read, send, tref, position, partition, rare, output).
+    recorded uncached, recorded read (a float), send, tref, position, partition, s0, rare, output).
     Read-only: shared by every replay of the stream under the setting."""
 
     __slots__ = ("send", "refresh", "forks", "drops", "evicts", "reasoning_cuts", "second", "s0", "rare",
@@ -73,8 +73,8 @@ class StreamRules:
         self.rare = [fr or f[0] >= 0 or d or e or c >= 0 or s for fr, f, d, e, c, s in
                      zip(self.frames, self.forks, self.drops, self.evicts, self.reasoning_cuts, self.second)]
         # what the per-request step reads of each request, in one tuple (one iterator in its loop)
-        self.rows = list(zip(st.r_model, self.residual, st.r_uncached, st.r_read, self.send, self.tref, st.r_pos,
-                             st.r_partition, self.rare, st.r_output))
+        self.rows = list(zip(st.r_model, self.residual, st.r_uncached, map(float, st.r_read), self.send, self.tref,
+                             st.r_pos, st.r_partition, self.s0, self.rare, st.r_output))
 
 
 def stream_rules(st: Stream, vocab: Vocab, cfg: CacheConfig, openai: list[bool]) -> StreamRules:
