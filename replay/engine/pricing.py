@@ -12,7 +12,7 @@ request: it runs once per request per configuration of a sweep, and a call per r
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from itertools import islice
 from typing import TYPE_CHECKING
@@ -240,6 +240,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     s_total = s_unc = s_read = s_w5 = s_w1h = s_out = s_cost = s_busts = s_bust_tokens = 0.0
     a_unc = a_w5 = a_w1h = a_read = a_out = 0.0
     has_detail = detail is not None
+    newest, hint = None, 0  # the entry the inline request added last, and its index then
     for (k, running, changed_from, removed), (model, res, unc_rec, frr, t, tr, pos, part, s0, rare, out), ttl in zip(
             requests, rules.rows, ttls):
         if model != last_model:
@@ -323,21 +324,29 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             entries = cache.entries
             best = None
             if entries:
-                e = entries[0]
-                if e[3] <= lim and e[0] == model and e[4] >= t and (
-                        e[1] == SYS or (e[1] == part and e[2] <= pos and pos - e[2] <= lookback)):
-                    best = e  # most often: the entry the previous request wrote
+                # the search starts at the first entry not longer than the request (entries are
+                # longest first): most often the first; after a compaction, the newest entry's
+                # place when the one before it is longer (the earlier partition's); else a search
+                if entries[0][3] <= lim:
+                    i = 0
+                elif (newest is not None and hint < len(entries) and entries[hint] is newest and newest[3] <= lim
+                      and entries[hint - 1][3] > lim):
+                    i = hint
                 else:
-                    # entries are longest first: those longer than the request (another
-                    # partition's, left by a compaction) are skipped by a search, not one by one
-                    for e in (entries if e[3] <= lim else
-                              islice(entries, bisect_left(entries, -lim, key=_neg_tokens), None)):
-                        if e[3] > lim or e[0] != model or e[4] < t:
-                            continue
-                        if e[1] != SYS and (e[1] != part or e[2] > pos or pos - e[2] > lookback):
-                            continue
-                        best = e
-                        break
+                    i = bisect_left(entries, -lim, key=_neg_tokens)
+                if i < len(entries):
+                    e = entries[i]
+                    if e[0] == model and e[4] >= t and (
+                            e[1] == SYS or (e[1] == part and e[2] <= pos and pos - e[2] <= lookback)):
+                        best = e  # most often: the entry the previous request wrote
+                    else:
+                        for e in islice(entries, i + 1, None):
+                            if e[3] > lim or e[0] != model or e[4] < t:
+                                continue
+                            if e[1] != SYS and (e[1] != part or e[2] > pos or pos - e[2] > lookback):
+                                continue
+                            best = e
+                            break
             read = 0.0
             if best is not None:
                 b = best[3]
@@ -351,14 +360,23 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                     entry = [model, part, pos, cacheable, exp, ttl]
                     if slow_add or part == SYS:
                         cache._add(entry)
+                        newest = None
                     else:
-                        # StreamCache._add: longest first, ties oldest first
+                        # StreamCache._add: longest first, ties oldest first (after the entries
+                        # as long); the newest entry's place is remembered for the next request
                         if not entries or entries[0][3] < cacheable:
                             entries.insert(0, entry)
+                            hint = 0
                         elif entries[-1][3] >= cacheable:
+                            hint = len(entries)
                             entries.append(entry)
+                        elif (newest is not None and 0 < hint < len(entries) and entries[hint] is newest
+                              and newest[3] < cacheable and entries[hint - 1][3] >= cacheable):
+                            entries.insert(hint, entry)
                         else:
-                            insort(entries, entry, key=_neg_tokens)
+                            hint = bisect_right(entries, -cacheable, key=_neg_tokens)
+                            entries.insert(hint, entry)
+                        newest = entry
                         if exp < cache.next_expiry:
                             cache.next_expiry = exp
             else:
