@@ -47,12 +47,13 @@ REQUEST_FIGURES = ("input_total", "uncached", "cache_read", "cache_write_5m", "c
 Request = tuple[int, float, int | None, float]
 
 
-def stream_ttls(st: Stream, cfg: CacheConfig) -> list[int]:
-    """TTL of the entry each request writes (memoized on the stream: sweeps ask per configuration)."""
+def stream_ttls(st: Stream, cfg: CacheConfig, floats: bool = False) -> list[int]:
+    """TTL of the entry each request writes (memoized on the stream: sweeps ask per configuration);
+    ``floats``: as floats (the per-request step's clock, `StreamRules.rows`)."""
     memo = st.__dict__.setdefault("_ttl_memo", {})
-    got = memo.get(cfg.ttl)
+    got = memo.get((cfg.ttl, floats))
     if got is None:
-        got = memo[cfg.ttl] = _compute_ttls(st, cfg)
+        got = memo[(cfg.ttl, floats)] = [float(x) for x in stream_ttls(st, cfg)] if floats else _compute_ttls(st, cfg)
     return got
 
 
@@ -205,17 +206,22 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         overhead_of = _overheads(st, policy, ctx, len(rates))
     sys_of = _system_prefixes(st, overhead_of, cfg)
     logged_of = [st.overhead.get(m, o) for m, o in enumerate(overhead_of)]
-    ttls, ttl_1h, auto_log = stream_ttls(st, cfg), TTL_MS["1h"], cfg.ttl == "log"
+    # times in ms as floats (exact below 2**53): the step's comparisons and sums of times run
+    # as float operations, which the interpreter specializes (13-digit ints it does not);
+    # entries that never expire keep ints (NEVER plus a time would be rounded)
+    clock = float if cfg.expiry != "never" else int
+    ttls, ttl_1h, auto_log = stream_ttls(st, cfg, clock is float), clock(TTL_MS["1h"]), cfg.ttl == "log"
     whatif: WhatIf | None = opts.whatif
     sys_ttl = keep = ping_gaps = None
     if whatif is not None:
         client = whatif.client
-        sys_ttl = TTL_MS[client.system_ttl] if client.system_ttl else None
+        sys_ttl = clock(TTL_MS[client.system_ttl]) if client.system_ttl else None
         keep = client.keepalive
         if client.ttl_rule == "first_idle":
-            ttls = first_idle_ttls(send_times(st, cfg))
+            ttls = list(map(clock, first_idle_ttls(send_times(st, cfg))))
         elif client.ttl_rule == "plan":
             ttls, ping_gaps = client.plan(st)
+            ttls = list(map(clock, ttls))
     pinger = Pinger(keep, rates, auto, min_c) if keep is not None or ping_gaps is not None else None
     rules = stream_rules(st, vocab, cfg, openai)
     evictions, warm_log = rules.evictions, cfg.warm_start == "log"
@@ -227,6 +233,8 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     # the cache's common request (no retroactive change, explicit breakpoints) is taken here
     # rather than by `StreamCache.request`: the same steps, without a call per request
     enabled, system_bp, lookback = cache.enabled, cache.system_bp, cache.lookback
+    if cfg.lookback_blocks is None:
+        lookback = st.n_blocks  # no request is further than this from an entry: any distance (a small int)
     slow_add = cache.forever  # entries that never expire are added by `StreamCache._add`
     # what holds for the whole stream is decided here, once: the loop tests one flag
     warm_now, warm_each = warm_log, warm_log and evictions  # the first request, then the others
@@ -242,7 +250,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     has_detail = detail is not None
     newest, hint = None, 0  # the entry the inline request added last, and its index then
     for (k, running, changed_from, removed), (model, res, unc_rec, frr, t, tr, pos, part, s0, rare, out), ttl in zip(
-            requests, rules.rows, ttls):
+            requests, rules.rows(st, has_detail), ttls):
         if model != last_model:
             # a stream's requests rarely change model: its constants are looked up again only then,
             # and its token sums (`per_model`) are kept in locals meanwhile (added in the same order)

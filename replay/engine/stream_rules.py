@@ -39,12 +39,12 @@ class StreamRules:
     ``rare``: any of frames, forks, drops, evicts, reasoning_cuts or second applies (the step
     looks at them only there); ``tref``: when what the request reads or writes starts its TTL
     (``refresh``, or ``send`` where that is later or there is none); ``residual``: the stream's
-    anchoring residual per request (0.0 where it has none); ``rows``: per request, (model, residual,
-    recorded uncached, recorded read (a float), send, tref, position, partition, s0, rare, output).
+    anchoring residual per request (0.0 where it has none); ``clock``: the type of the step's times
+    (`rows`).
     Read-only: shared by every replay of the stream under the setting."""
 
     __slots__ = ("send", "refresh", "forks", "drops", "evicts", "reasoning_cuts", "second", "s0", "rare",
-                 "evictions", "tail_lo", "frames", "tref", "residual", "rows")
+                 "evictions", "tail_lo", "frames", "tref", "residual", "clock", "_rows")
 
     def __init__(self, st: Stream, vocab: Vocab, cfg: CacheConfig, openai: list[bool]):
         n = st.n_requests
@@ -73,8 +73,26 @@ class StreamRules:
         self.rare = [fr or f[0] >= 0 or d or e or c >= 0 or s for fr, f, d, e, c, s in
                      zip(self.frames, self.forks, self.drops, self.evicts, self.reasoning_cuts, self.second)]
         # what the per-request step reads of each request, in one tuple (one iterator in its loop)
-        self.rows = list(zip(st.r_model, self.residual, st.r_uncached, map(float, st.r_read), self.send, self.tref,
-                             st.r_pos, st.r_partition, self.s0, self.rare, st.r_output))
+        self.clock = float if cfg.expiry != "never" else int
+        self._rows = {}
+
+    def rows(self, st: Stream, detail: bool) -> list[tuple]:
+        """Per request, what the per-request step reads of it, in one tuple (one iterator in its
+        loop): (model, residual, recorded uncached, recorded read, send, tref, position,
+        partition, s0, rare, output), built once per stream, setting and ``detail``.
+
+        Times are floats (exact: ms below 2**53) unless entries never expire (NEVER plus a time
+        would be rounded); the recorded read is a float; the recorded uncached tokens and output
+        are floats too where no per-request row shows them (an int and its float add and compare
+        alike), the log's ints where one does."""
+        got = self._rows.get(detail)
+        if got is None:
+            clock = self.clock
+            num = (lambda x: x) if detail else float
+            got = self._rows[detail] = list(zip(
+                st.r_model, self.residual, map(num, st.r_uncached), map(float, st.r_read), map(clock, self.send),
+                map(clock, self.tref), st.r_pos, st.r_partition, self.s0, self.rare, map(num, st.r_output)))
+        return got
 
 
 def stream_rules(st: Stream, vocab: Vocab, cfg: CacheConfig, openai: list[bool]) -> StreamRules:
