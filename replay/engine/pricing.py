@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-from itertools import islice
+from itertools import islice, repeat
 from typing import TYPE_CHECKING
 
 from replay.engine.calibration import send_times
@@ -243,14 +243,24 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     # the recorded tail is looked at from the first request a change can reach (the walk tells
     # as it goes when changed_k is None)
     tail_k = 0 if changed_k is None else changed_k
-    n_req = 0
+    unbounded = cfg.lookback_blocks is None
+    k = -1
     last_model = acc = None
     s_total = s_unc = s_read = s_w5 = s_w1h = s_out = s_cost = s_busts = s_bust_tokens = 0.0
     a_unc = a_w5 = a_w1h = a_read = a_out = 0.0
+    # one model: its token sums are the stream's (the same additions in the same order)
+    single = rules.single_model
     has_detail = detail is not None
+    recording = record is not None
+    # per request, the observed write to replay (-1: none; the recording replay decides its own)
+    obs = observed_writes if observed_writes is not None and not recording else repeat(-1)
     newest, hint = None, 0  # the entry the inline request added last, and its index then
-    for (k, running, changed_from, removed), (model, res, unc_rec, frr, t, tr, pos, part, s0, rare, out), ttl in zip(
-            requests, rules.rows(st, has_detail), ttls):
+    # the system entries the last requests found (an entry is never taken out of a list of system
+    # entries, only the list replaced): the warm one, and the breakpoint's (the first that matches,
+    # while no entry before it can have changed: an eviction cuts system entries)
+    warm_e = warm_sys = sbp_e = sbp_sys = None
+    for (k, running, changed_from, removed), (model, res, unc_rec, frr, t, tr, pos, part, s0, rare, out), ttl, \
+            p_obs in zip(requests, rules.rows(st, has_detail), ttls, obs):
         if model != last_model:
             # a stream's requests rarely change model: its constants are looked up again only then,
             # and its token sums (`per_model`) are kept in locals meanwhile (added in the same order)
@@ -267,10 +277,11 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             acc = None if priced else per_model[model]
             if acc is not None:
                 a_unc, a_w5, a_w1h, a_read, a_out = acc
+            sbp_sys = None
         total = overhead + running + res
         if total < 0.0:
             total = 0.0
-        if unc_rec > 0 and k >= tail_k and not is_auto and (changed_k is not None or metrics["blocks_changed"]):
+        if k >= tail_k and unc_rec > 0 and not is_auto and (changed_k is not None or metrics["blocks_changed"]):
             # only a policy that changed a block of the tail can have changed it (the walk over
             # it gives the log's tail, as a float, where none changed)
             lo = tail_lo[k]
@@ -298,9 +309,11 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             if overhead < warm:
                 warm = overhead
             # StreamCache.warm
-            if not warm <= 0.0 and enabled:
+            if not warm <= 0.0 and enabled and not (
+                    warm_sys is cache.sys and warm_e[0] == model and warm_e[4] >= t and warm_e[3] >= warm):
                 for e in cache.sys:
                     if e[0] == model and e[4] >= t and e[3] >= warm:
+                        warm_e, warm_sys = e, cache.sys
                         break
                 else:
                     wt = KEPT_MS if warm_kept and openai[model] else ttl
@@ -310,19 +323,16 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             _rare_step(cache, st, eff, k, rules, pinger, ping_gaps, ttls, model, is_auto, total, unc_rec,
                        overhead, sysp, logged, minc, ttl, sys_ttl, overhead_of,
                        not (metrics["blocks_changed"] if changed_k is None else k >= changed_k))
-        if observe and frr > 0.0:
-            if record is None:
-                p_obs = -1 if observed_writes is None else observed_writes[k]
-            else:
+            sbp_sys = None
+        if recording:
+            if observe and frr > 0.0:
                 p_obs = _observed_write(cache, st, eff, k, t, overhead, total - unc_rec, minc)
-                record.append(p_obs)
-            if p_obs >= 0:
-                cacheable = total - unc_rec
-                prefix = _prefix(st, eff, k, p_obs, overhead, p_obs <= pos and not (
-                    metrics["blocks_changed"] if changed_k is None else k >= changed_k))
-                cache.write(model, part, p_obs, prefix if prefix < cacheable else cacheable, t, ttl)
-        elif record is not None:
-            record.append(-1)
+            record.append(p_obs)
+        if p_obs >= 0 and observe and frr > 0.0:
+            cacheable = total - unc_rec
+            prefix = _prefix(st, eff, k, p_obs, overhead, p_obs <= pos and not (
+                metrics["blocks_changed"] if changed_k is None else k >= changed_k))
+            cache.write(model, part, p_obs, prefix if prefix < cacheable else cacheable, t, ttl)
         if inline and changed_from is None:
             # StreamCache.request: read the longest entry the request can reach, write the rest
             uncached = unc_rec if unc_rec < total else total
@@ -345,7 +355,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 if i < len(entries):
                     e = entries[i]
                     if e[0] == model and e[4] >= t and (
-                            e[1] == SYS or (e[1] == part and e[2] <= pos and pos - e[2] <= lookback)):
+                            (e[1] == part and e[2] <= pos and (unbounded or pos - e[2] <= lookback)) or e[1] == SYS):
                         best = e  # most often: the entry the previous request wrote
                     else:
                         for e in islice(entries, i + 1, None):
@@ -392,18 +402,26 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 uncached = total - read
             if sys_bp:
                 # the system breakpoint is hit (refreshed) or written by every request
-                for e in cache.sys:
-                    if e[0] == model and e[3] == sysp:
-                        if e[4] >= t:
-                            e[4] = tr + e[5]
-                        else:
-                            sttl = ttl if sys_ttl is None else sys_ttl
-                            e[4] = tr + sttl
-                            e[5] = sttl
-                        break
+                if sbp_sys is cache.sys and sbp_e[3] == sysp:
+                    e = sbp_e
                 else:
-                    sttl = ttl if sys_ttl is None else sys_ttl
-                    cache._add([model, SYS, 0, sysp, tr + sttl, sttl])
+                    for e in cache.sys:
+                        if e[0] == model and e[3] == sysp:
+                            sbp_e, sbp_sys = e, cache.sys
+                            break
+                    else:
+                        sttl = ttl if sys_ttl is None else sys_ttl
+                        e = sbp_e = [model, SYS, 0, sysp, tr + sttl, sttl]
+                        cache._add(e)
+                        sbp_sys = cache.sys
+                        e = None
+                if e is not None:
+                    if e[4] >= t:
+                        e[4] = tr + e[5]
+                    else:
+                        sttl = ttl if sys_ttl is None else sys_ttl
+                        e[4] = tr + sttl
+                        e[5] = sttl
             if t > cache.next_expiry:
                 cache._prune(t)
             bust = 0.0
@@ -439,14 +457,13 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         if priced:
             cost = rates[model].cost(uncached, w5, w1h, read, out)
             s_cost += cost
-        else:
+        elif not single:
             # cost is linear in the token categories: sum them per model, price once per stream
             a_unc += uncached
             a_w5 += w5
             a_w1h += w1h
             a_read += read
             a_out += out
-        n_req += 1
         s_total += total
         s_unc += uncached
         s_read += read
@@ -458,8 +475,9 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             s_bust_tokens += bust
         if has_detail:
             _detail_row(detail, st.stream_id, k, (total, uncached, read, w5, w1h, out, cost, bust))
+    n_req = k + 1  # the requests come in order, every one
     if acc is not None:
-        acc[:] = a_unc, a_w5, a_w1h, a_read, a_out
+        acc[:] = (s_unc, s_w5, s_w1h, s_read, s_out) if single else (a_unc, a_w5, a_w1h, a_read, a_out)
 
     figures = []
     if pinger is not None:

@@ -40,11 +40,11 @@ class StreamRules:
     looks at them only there); ``tref``: when what the request reads or writes starts its TTL
     (``refresh``, or ``send`` where that is later or there is none); ``residual``: the stream's
     anchoring residual per request (0.0 where it has none); ``clock``: the type of the step's times
-    (`rows`).
+    (`rows`); ``single_model``: every request has the same model.
     Read-only: shared by every replay of the stream under the setting."""
 
     __slots__ = ("send", "refresh", "forks", "drops", "evicts", "reasoning_cuts", "second", "s0", "rare",
-                 "evictions", "tail_lo", "frames", "tref", "residual", "clock", "_rows")
+                 "evictions", "tail_lo", "frames", "tref", "residual", "clock", "single_model", "_rows")
 
     def __init__(self, st: Stream, vocab: Vocab, cfg: CacheConfig, openai: list[bool]):
         n = st.n_requests
@@ -74,6 +74,7 @@ class StreamRules:
                      zip(self.frames, self.forks, self.drops, self.evicts, self.reasoning_cuts, self.second)]
         # what the per-request step reads of each request, in one tuple (one iterator in its loop)
         self.clock = float if cfg.expiry != "never" else int
+        self.single_model = len(set(st.r_model)) <= 1
         self._rows = {}
 
     def rows(self, st: Stream, detail: bool) -> list[tuple]:
