@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from replay.engine.memo import price_memoized
-from replay.engine.pricing import REQUEST_FIGURES, price_keys, price_requests
+from replay.engine.pricing import REQUEST_FIGURES, price_requests
 from replay.engine.side import price_side_requests
+from replay.engine.tables import price_keys
 from replay.engine.walkers import Walker, walk_blocks, walk_fast
 from replay.model.arrays import Dataset, Session, Stream, Vocab
 from replay.model.cache import CacheConfig

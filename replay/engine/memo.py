@@ -24,7 +24,8 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from replay.engine.pricing import _overheads, add_figures, price_keys, price_requests
+from replay.engine.pricing import add_figures, price_requests
+from replay.engine.tables import _overheads, price_keys
 from replay.engine.walkers import fast_requests, walk_fast_events
 from replay.model.arrays import Session, Stream, Vocab
 from replay.policies.base import Context, Policy
