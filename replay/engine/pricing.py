@@ -142,7 +142,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             acc = None if priced else per_model[model]
             if acc is not None:
                 a_unc, a_w5, a_w1h, a_read, a_out = acc
-            sbp_sys = None
+            sbp_sys = warm_sys = None  # found for another model
         total = overhead + running + res
         if total < 0.0:
             total = 0.0
@@ -175,7 +175,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 warm = overhead
             # StreamCache.warm
             if not warm <= 0.0 and enabled and not (
-                    warm_sys is cache.sys and warm_e[0] == model and warm_e[4] >= t and warm_e[3] >= warm):
+                    warm_sys is cache.sys and warm_e[4] >= t and warm_e[3] >= warm):
                 for e in cache.sys:
                     if e[0] == model and e[4] >= t and e[3] >= warm:
                         warm_e, warm_sys = e, cache.sys
