@@ -88,14 +88,17 @@ def load(corpus: str, tmp: Path):
         con.close()
 
 
-def digests(ds) -> dict[str, str]:
-    """point -> sha256 of the exact text of every session's figures and per-request rows."""
+def digests(ds, only: set[str] | None = None) -> dict[str, str]:
+    """point -> sha256 of the exact text of every session's figures and per-request rows
+    (``only``: of these settings)."""
     from replay.engine import ReplayOptions, replay_session
     from replay.engine.memo import forget_priced
     from replay.policies import build
 
     out = {}
     for name, (cfg, whatif, policies) in settings().items():
+        if only is not None and name not in only:
+            continue
         for policy, params in policies:
             for detail in (True, False):
                 forget_priced(ds.sessions)  # every point prices its streams itself
@@ -114,13 +117,52 @@ def digests(ds) -> dict[str, str]:
 CORPORA = ["synthetic", "claude-code", "codex"]
 
 
-@pytest.mark.parametrize("corpus", CORPORA)
-def test_every_request_prices_as_before(corpus, tmp_path):
-    want = json.loads(GOLDEN.read_text())[corpus]
-    got = digests(load(corpus, tmp_path))
+@pytest.fixture(scope="module", params=CORPORA)
+def corpus(request, tmp_path_factory):
+    return request.param, load(request.param, tmp_path_factory.mktemp(request.param))
+
+
+def test_every_request_prices_as_before(corpus):
+    name, ds = corpus
+    want = json.loads(GOLDEN.read_text())[name]
+    got = digests(ds)
     assert set(got) == set(want)
     wrong = [p for p in want if got[p] != want[p]]
     assert not wrong, f"{len(wrong)} of {len(want)} points differ from the goldens: {wrong[:10]}"
+
+
+def test_the_cache_request_taken_in_the_loop_prices_as_the_cache_method(corpus, monkeypatch):
+    """The step takes the cache's common request itself; `StreamCache.request` (the reference it
+    copies) gives the goldens too."""
+    import replay.engine.pricing as pricing
+
+    name, ds = corpus
+    monkeypatch.setattr(pricing, "INLINE", False)
+    only = {"calibrated", "model_only", "last_message_never", "keepalive", "ttl_1h"}
+    want = {p: h for p, h in json.loads(GOLDEN.read_text())[name].items() if p.split("/")[0] in only}
+    assert digests(ds, only) == want
+
+
+def test_an_eviction_keeps_the_entries_in_the_order_a_stable_sort_gives():
+    """Shortened system entries go back where a stable sort by length puts them: before the
+    entries as long as they now are, in their own order."""
+    from replay.model.cache import SYS, CacheConfig, StreamCache
+
+    c = StreamCache(CacheConfig())
+    T = 10 ** 6
+    # longest first (ties: oldest first), as the cache keeps them
+    c.entries = [[0, 0, 5, 20_000.0, T, 1], [0, SYS, 0, 15_000.0, T, 2], [1, SYS, 0, 12_000.0, T, 3],
+                 [0, SYS, 0, 9_000.0, T, 4], [0, 0, 3, 8_000.0, T, 5], [1, 0, 2, 8_000.0, T, 6],
+                 [0, 0, 2, 5_000.0, T, 7]]
+    c.sys = [e for e in c.entries if e[1] == SYS]
+    want = [list(e) for e in c.entries]
+    for e in want:
+        if e[0] == 0 and e[1] == SYS and e[3] > 8_000.0:
+            e[3] = 8_000.0
+    want.sort(key=lambda e: -e[3])
+    c.evict(0, 0, 10, 8_000.0, 30_000.0, 0)
+    assert c.entries == want
+    assert [e[5] for e in c.entries] == [1, 3, 2, 4, 5, 6, 7]
 
 
 if __name__ == "__main__":

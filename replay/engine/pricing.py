@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 
 KEPT_MS = 1 << 50  # an entry that never expires within a replay
 
+# The cache's common request taken in the step's loop (`StreamCache.request` inline); tests switch
+# it off to check that both give the same figures.
+INLINE = True
+
 REQUEST_FIGURES = ("input_total", "uncached", "cache_read", "cache_write_5m", "cache_write_1h", "output", "cost",
                    "bust_tokens")
 
@@ -136,7 +140,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 logged_of[model]
             sys_bp = system_bp and sysp >= minc
             minc_f = float(minc)  # compared with floats (the same order as with the int, fewer steps)
-            inline = enabled and not is_auto
+            inline = INLINE and enabled and not is_auto
             observe = evictions and not is_auto
             priced = each[model]
             acc = None if priced else per_model[model]
