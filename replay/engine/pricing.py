@@ -158,11 +158,12 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 unc_rec = float(unc_rec)
             else:
                 unc_rec = uncached_tail(st, eff, k, unc_rec)
-        if warm_now and frr > 0.0:
+        if warm_now and frr > 0.0 and not (warm_sys is cache.sys and warm_e[4] >= t and warm_e[3] >= overhead):
             # cached per the log though this stream did not write it: kept warm by other sessions
             # in the policy's world: a policy that shrank the overhead shrank what was warm too
             # (`in_policy_world` capped at the overhead; its two cheap cases inline: this runs at
-            # nearly every request of the calibrated replay)
+            # nearly every request of the calibrated replay). Nothing to do where the system entry
+            # the last requests found is alive and as long as the overhead (the most warm can be)
             if frr <= logged + res or pos <= s0:
                 warm = frr - (logged - overhead)
                 if not warm > 0.0:
@@ -214,15 +215,16 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 # the search starts at the first entry not longer than the request (entries are
                 # longest first): most often the first; after a compaction, the newest entry's
                 # place when the one before it is longer (the earlier partition's); else a search
-                if entries[0][3] <= lim:
+                e = entries[0]
+                if e[3] <= lim:
                     i = 0
                 elif (newest is not None and hint < len(entries) and entries[hint] is newest and newest[3] <= lim
                       and entries[hint - 1][3] > lim):
-                    i = hint
+                    i, e = hint, newest
                 else:
                     i = bisect_left(entries, -lim, key=_neg_tokens)
-                if i < len(entries):
-                    e = entries[i]
+                    e = entries[i] if i < len(entries) else None
+                if e is not None:
                     if e[0] == model and e[4] >= t and (
                             (e[1] == part and e[2] <= pos and (unbounded or pos - e[2] <= lookback)) or e[1] == SYS):
                         best = e  # most often: the entry the previous request wrote
