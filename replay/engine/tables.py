@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from replay.engine.loop import ReplayOptions
 
 
-def stream_ttls(st: Stream, cfg: CacheConfig, floats: bool = False) -> list[int]:
+def stream_ttls(st: Stream, cfg: CacheConfig, floats: bool = False) -> list:
     """TTL of the entry each request writes (memoized on the stream: sweeps ask per configuration);
     ``floats``: as floats (the per-request step's clock, `StreamRules.rows`)."""
     memo = st.__dict__.setdefault("_ttl_memo", {})
