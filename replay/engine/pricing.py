@@ -211,12 +211,14 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             lim = cacheable + 1e-6
             entries = cache.entries
             best = None
+            top = -1.0  # the longest entry's length (none: shorter than any write)
             if entries:
                 # the search starts at the first entry not longer than the request (entries are
                 # longest first): most often the first; after a compaction, the newest entry's
                 # place when the one before it is longer (the earlier partition's); else a search
                 e = entries[0]
-                if e[3] <= lim:
+                top = e[3]
+                if top <= lim:
                     i = 0
                 elif (newest is not None and hint < len(entries) and entries[hint] is newest and newest[3] <= lim
                       and entries[hint - 1][3] > lim):
@@ -253,7 +255,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                     else:
                         # StreamCache._add: longest first, ties oldest first (after the entries
                         # as long); the newest entry's place is remembered for the next request
-                        if not entries or entries[0][3] < cacheable:
+                        if top < cacheable:
                             entries.insert(0, entry)
                             hint = 0
                         elif entries[-1][3] >= cacheable:
@@ -295,7 +297,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                         e[5] = sttl
             if t > cache.next_expiry:
                 cache._prune(t)
-            bust = 0.0
+            bust = 0.0  # no retroactive change: nothing to bust
         elif is_auto:
             if rare:
                 if rules.reasoning_cuts[k] >= 0:
@@ -307,6 +309,9 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             read, written, uncached, bust = cache.request_auto(
                 model, part, pos, t, total, retention[model] if auto_log else ttl, changed_from, removed,
                 minc, step, base)
+            if bust > 0.0:
+                s_busts += 1
+                s_bust_tokens += bust
             if routing_miss and openai[model] and read > 0.0:
                 # expected: a request routed to a machine without the prefix reads the warm part only
                 warm = cache.warm_length(model, t)
@@ -317,6 +322,9 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
             read, written, uncached, bust = cache.request(
                 model, part, pos, t, total, unc_rec if unc_rec < total else total, sysp, ttl, minc,
                 changed_from, removed, tr, sys_ttl_ms=sys_ttl)
+            if bust > 0.0:
+                s_busts += 1
+                s_bust_tokens += bust
         if mixed and sys_ttl != ttl and written > 0 and read < sysp and sysp >= minc:
             # a mixed layout: the part of the write up to the system breakpoint has its own TTL
             w_sys = min(sysp, read + written) - read
@@ -341,9 +349,6 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         s_w5 += w5
         s_w1h += w1h
         s_out += out
-        if bust > 0.0:
-            s_busts += 1
-            s_bust_tokens += bust
         if has_detail:
             _detail_row(detail, st.stream_id, k, (total, uncached, read, w5, w1h, out, cost, bust))
     n_req = k + 1  # the requests come in order, every one
