@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from replay.engine.memo import price_memoized
 from replay.engine.pricing import REQUEST_FIGURES, price_requests
 from replay.engine.side import price_side_requests
+from replay.engine.tables import price_keys
 from replay.engine.walkers import Walker, walk_blocks, walk_fast
 from replay.model.arrays import Dataset, Session, Stream, Vocab
 from replay.model.cache import CacheConfig
@@ -81,7 +82,7 @@ def observed_writes(st: Stream, vocab: Vocab, opts: ReplayOptions) -> list[int]:
     """Per request, the observed write the calibrated replay adds (block position, -1: none),
     decided once per stream and cache setting by the no-op replay, so that every policy
     faces the same events (`replay.engine.calibration`)."""
-    key = (opts.cache, tuple(opts.prices.rates(m).min_cacheable for m in vocab.models))
+    key = (opts.cache, price_keys(vocab, opts.prices)[1])
     memo = st.__dict__.setdefault("_observed_write_memo", {})
     got = memo.get(key)
     if got is None:

@@ -24,7 +24,8 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from replay.engine.pricing import _overheads, add_figures, price_requests
+from replay.engine.pricing import add_figures, price_requests
+from replay.engine.tables import _overheads, price_keys
 from replay.engine.walkers import fast_requests, walk_fast_events
 from replay.model.arrays import Session, Stream, Vocab
 from replay.policies.base import Context, Policy
@@ -50,8 +51,8 @@ def price_memoized(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     # the step asks whether a block of the session changed before each request (an uncached
     # tail is walked only then): from the first request after the first change, or throughout
     changed_k = 0 if prior else bisect_right(st.r_pos, changes[0]) if changes else st.n_requests
-    key = (opts.cache, tuple(opts.prices.rates(m) for m in vocab.models), detail is not None, tuple(overhead_of),
-           changed_k, tuple(changes))
+    key = (opts.cache, price_keys(vocab, opts.prices)[0], detail is not None, tuple(overhead_of), changed_k,
+           tuple(changes))
     memo = st.__dict__.setdefault("_price_memo", {})
     got = memo.get(key)
     if got is None:

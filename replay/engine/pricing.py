@@ -12,24 +12,22 @@ request: it runs once per request per configuration of a sweep, and a call per r
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
+from itertools import islice, repeat
 from typing import TYPE_CHECKING
 
-from replay.engine.calibration import (
-    base_csum,
-    base_prefix,
-    observed_write_position,
-    observed_write_position_at,
-    send_times,
-    tolerance,
-)
-from replay.engine.stream_rules import stream_rules
-from replay.model.arrays import Stream, Vocab
-from replay.model.cache import (
-    OPENAI_MIN, OPENAI_RETENTION_MS, OPENAI_RETENTIONS, TTL_MS, CacheConfig, StreamCache, openai_grid
-)
-from replay.model.costs import provider_of
+from replay.engine.calibration import send_times
 from replay.engine.keepalive import Pinger
+from replay.engine.prompt import (  # noqa: F401  (uncached_tail, in_policy_world: this module's API before)
+    _evict, _frame_check, _observed_write, _prefix, in_policy_world, uncached_tail,
+)
+from replay.engine.stream_rules import StreamRules, stream_rules
+from replay.engine.tables import (  # noqa: F401  (stream_ttls: this module's API before)
+    _overheads, _system_prefixes, model_tables, stream_ttls,
+)
+from replay.model.arrays import Stream, Vocab
+from replay.model.cache import SYS, TTL_MS, StreamCache, _neg_tokens
 from replay.model.whatif import WhatIf, first_idle_ttls
 from replay.policies.base import Context, Policy
 
@@ -37,6 +35,10 @@ if TYPE_CHECKING:
     from replay.engine.loop import ReplayOptions
 
 KEPT_MS = 1 << 50  # an entry that never expires within a replay
+
+# The cache's common request taken in the step's loop (`StreamCache.request` inline); tests switch
+# it off to check that both give the same figures.
+INLINE = True
 
 REQUEST_FIGURES = ("input_total", "uncached", "cache_read", "cache_write_5m", "cache_write_1h", "output", "cost",
                    "bust_tokens")
@@ -48,232 +50,6 @@ REQUEST_FIGURES = ("input_total", "uncached", "cache_read", "cache_write_5m", "c
 Request = tuple[int, float, int | None, float]
 
 
-def stream_ttls(st: Stream, cfg: CacheConfig) -> list[int]:
-    """TTL of the entry each request writes (memoized on the stream: sweeps ask per configuration)."""
-    memo = st.__dict__.setdefault("_ttl_memo", {})
-    got = memo.get(cfg.ttl)
-    if got is None:
-        got = memo[cfg.ttl] = _compute_ttls(st, cfg)
-    return got
-
-
-def _compute_ttls(st: Stream, cfg: CacheConfig) -> list[int]:
-    if cfg.ttl != "log":
-        return [TTL_MS[cfg.ttl]] * st.n_requests
-    n1h = sum(1 for x in st.r_w1h if x > 0)
-    n5 = sum(1 for x in st.r_w5 if x > 0)
-    default = TTL_MS["1h"] if n1h > n5 else TTL_MS["5m"]
-    return [TTL_MS["1h"] if a > 0 and a >= b else TTL_MS["5m"] if b > 0 else default
-            for a, b in zip(st.r_w1h, st.r_w5)]
-
-
-def _model_tables(vocab: Vocab, opts: ReplayOptions, detail: bool) -> tuple:
-    """Per model code: rates, price each request? (else the token sums once per stream: cost
-    is linear in them unless tiered), minimum cacheable prefix, automatic caching?, its grid
-    (step, base) and retention (OpenAI's rules: ``CacheConfig.openai_*``), OpenAI's?"""
-    cfg = opts.cache
-    rates = [opts.prices.rates(m) for m in vocab.models]
-    providers = [provider_of(m) for m in vocab.models]
-    if opts.whatif is not None and opts.whatif.provider.caching == "openai":
-        # another provider's rules on the same requests: OpenAI's automatic caching for every model
-        providers = ["openai"] * len(providers)
-    openai = [p == "openai" for p in providers]
-    forced = opts.whatif is not None and opts.whatif.provider.caching == "openai"
-    return (rates, [detail or r.tier_threshold is not None for r in rates],
-            [cfg.min_cacheable if cfg.min_cacheable is not None else OPENAI_MIN if forced else r.min_cacheable
-             for r in rates],
-            [p in ("openai", "google") for p in providers],
-            [openai_grid(m, cfg) if o else (1, None) for m, o in zip(vocab.models, openai)],
-            [OPENAI_RETENTIONS[cfg.openai_retention] if o else OPENAI_RETENTION_MS for o in openai], openai)
-
-
-def _overheads(st: Stream, policy: Policy, ctx: Context, n_models: int) -> list[float]:
-    """The stream's overhead per model code under the policy (its largest for a model it lacks)."""
-    overheads = {m: policy.overhead(ctx, o) for m, o in st.overhead.items()}
-    default = max(overheads.values()) if overheads else 0.0
-    return [overheads.get(m, default) for m in range(n_models)]
-
-
-def _system_prefixes(st: Stream, overhead_of: list[float], cfg: CacheConfig) -> list[float]:
-    """Per model code, the length of the system-prefix entry (Claude Code's breakpoint after
-    tools and system prompt) under the policy.
-
-    The overhead (what the first request holds beyond the trace's blocks) also holds context
-    the client puts in the first message but the transcript does not record (CLAUDE.md,
-    reminders), which lies after that breakpoint. Where the stream's first request of a model
-    read part of the overhead from cache (another session's identical system prompt: the warm
-    start), that read is the breakpoint; a policy that shrinks the overhead (pruned tool
-    definitions) shrinks it by as much. Where it read nothing, ``system_prefix = "dataset"``
-    takes the system prefix other streams of the dataset show for the model and client version
-    (``Stream.shared_system_prefix``), ``"earlier"`` the one the sessions that started earlier
-    show (``Stream.prior_system_prefix``); otherwise the whole overhead is taken."""
-    out = list(overhead_of)
-    if cfg.system_prefix == "overhead":
-        return out
-    for k in first_usage(st):
-        m = st.r_model[k]
-        logged, rr = st.overhead.get(m, 0.0), float(st.r_read[k])
-        if 0.0 < rr < logged:
-            out[m] = max(0.0, rr - (logged - overhead_of[m]))
-        else:
-            shared, near = ((st.shared_system_prefix, st.shared_system_prefix_near) if cfg.system_prefix == "dataset"
-                            else (st.prior_system_prefix, st.prior_system_prefix_near)
-                            if cfg.system_prefix == "earlier" else ({}, {}))
-            v = shared.get(m)
-            if v is None and cfg.prefix_versions == "nearest":
-                v = near.get(m)
-            if v is not None:
-                out[m] = max(0.0, v - (logged - overhead_of[m]))
-    return out
-
-
-def first_usage(st: Stream) -> list[int]:
-    """The stream's first request with usage of each model, in order (the one the overhead and
-    the system prefix are read at), memoized: asked per stream and configuration."""
-    got = st.__dict__.get("_first_usage")
-    if got is None:
-        seen: set[int] = set()
-        got = []
-        for k in range(st.n_requests):
-            m = st.r_model[k]
-            if m not in seen and st.r_has_usage[k]:
-                seen.add(m)
-                got.append(k)
-        st.__dict__["_first_usage"] = got
-    return got
-
-
-def _evict(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead: float, logged: float,
-           t: int, exact: bool = False) -> None:
-    """A cache miss the log records but the model cannot explain: cut the entries past it back.
-
-    The recorded read may end inside block e (an earlier request's uncached tail started
-    there): the policy keeps the same share of its own version of block e. Where the read
-    ended inside the system prefix, the system entries are cut at the same place of the
-    policy's prompt (`in_policy_world`). ``exact``: keep the share however small (automatic
-    caching reads whole grid steps of up to 512 tokens, so a cut a few tokens short of the
-    recorded read would read a whole step less)."""
-    e, part, rr = st.r_evict[k], st.r_partition[k], st.r_read[k]
-    prefix = 0.0
-    if e >= 0:
-        s0 = st.part_start.get(part, 0)
-        res = st.r_residual[k] if st.r_residual else 0.0
-        prefix = overhead + sum(eff[s0:e]) + res
-        extra = rr - base_prefix(st, k, e)
-        if e < st.r_pos[k] and (extra > tolerance(rr) or (exact and extra > 0.0)) and st.tokens[e] > 0:
-            # a block the policy shrank keeps the share the read covered: never more cache for
-            # the log's block than for the policy's, never a write the shrink did not pay for
-            prefix += min(extra, st.tokens[e]) * (eff[e] / st.tokens[e])
-            e += 1
-    cache.evict(st.r_model[k], part, e, in_policy_world(st, eff, k, rr + tolerance(rr), overhead, logged),
-                prefix, t)
-
-
-def uncached_tail(st: Stream, eff: list[float], k: int, unc: float) -> float:
-    """Request k's uncached tail (the input after its last breakpoint: ``unc`` tokens in the
-    log) in the policy's world: the same blocks at the policy's sizes.
-
-    The tail is the end of the prompt, so a policy that shrank blocks in it shrank the tail,
-    not the cached part before it; taking the log's tail length as is would move the
-    breakpoint back into the cached prefix and make the entries earlier requests wrote longer
-    than anything the request can read. Exactly ``unc`` for a policy that changed none of
-    the tail's blocks."""
-    pos = st.r_pos[k]
-    s0 = st.part_start.get(st.r_partition[k], 0)
-    tokens = st.tokens
-    saved = 0.0
-    left = unc
-    b = pos - 1
-    while b >= s0 and left > 0.0:
-        size = tokens[b]
-        if size > 0.0:
-            cut = eff[b] if eff[b] < size else size
-            if size <= left:
-                saved += size - cut
-            else:
-                # the breakpoint lies inside block b: the tail holds its last `left` tokens
-                saved += (size - cut) * (left / size)
-            left -= size
-        b -= 1
-    out = unc - saved
-    return out if out > 0.0 else 0.0
-
-
-def in_policy_world(st: Stream, eff: list[float], k: int, length: float, overhead: float, logged: float,
-                    cap: float | None = None) -> float:
-    """A length of request k's prompt in the log's world (a recorded read), as the length of the
-    policy's prompt up to the same place.
-
-    The frame is the anchoring's: the overhead, the residual, then the partition's blocks. A
-    place inside the overhead moves by what the policy took out of the overhead (pruned tool
-    definitions); a place past it (a conversation continued from an earlier session that a
-    compaction dropped leaves a large negative residual, so a read can end among the blocks
-    while it is shorter than the overhead) moves by what the policy took out of the blocks
-    before it, and inside a block by the same share of the policy's version of that block.
-    The identity for a policy that changed nothing; never longer than the log's length less
-    what the policy removed before that place, so a policy that only shrinks is never
-    granted less cache than it saved writes. ``cap``: a length the caller takes at most, so
-    that a place past the overhead need not be sized (no sum over the blocks: the warm start
-    asks at every request of the calibrated replay)."""
-    s0 = st.part_start.get(st.r_partition[k], 0)
-    res = st.r_residual[k] if st.r_residual else 0.0
-    pos = st.r_pos[k]
-    base0 = logged + res
-    if length <= base0 or pos <= s0:
-        out = length - (logged - overhead)
-        return out if out > 0.0 else 0.0
-    if cap is not None and overhead + res >= cap:
-        return cap
-    csum = base_csum(st)
-    p = observed_write_position_at(csum, length - base0 + csum[s0], s0, pos)
-    rem = length - (base0 + csum[p] - csum[s0])
-    if p < pos and st.tokens[p] > 0:
-        rem = min(rem, st.tokens[p]) * (eff[p] / st.tokens[p])
-    out = overhead + res + sum(eff[s0:p]) + rem
-    return out if out > 0.0 else 0.0
-
-
-def _prefix(st: Stream, eff: list[float], k: int, u: int, overhead: float) -> float:
-    """The policy's prefix of request k up to block u."""
-    s0 = st.part_start.get(st.r_partition[k], 0)
-    return overhead + sum(eff[s0:u]) + (st.r_residual[k] if st.r_residual else 0.0)
-
-
-def _observed_write(cache: StreamCache, st: Stream, eff: list[float], k: int, t: int, overhead: float,
-                    cacheable: float, min_cacheable: int) -> int:
-    """Where request k's recorded read covers blocks beyond every entry alive in the (no-op)
-    cache, the block position of the observed write, else -1."""
-    pos = st.r_pos[k]
-    s0 = st.part_start.get(st.r_partition[k], 0)
-    p = observed_write_position(st, k, pos)
-    if p <= s0:
-        return -1
-    prefix = min(_prefix(st, eff, k, p, overhead), cacheable)
-    if prefix < min_cacheable:
-        return -1
-    best = cache.longest(st.r_model[k], st.r_partition[k], pos, t, cacheable)
-    if best is not None and best + tolerance(float(st.r_read[k])) >= prefix:
-        return -1
-    return p
-
-
-def _frame_check(cache: StreamCache, st: Stream, eff: list[float], k: int, overhead_of: list[float]) -> None:
-    """The provider stopped seeing tokens the blocks still hold (the anchoring residual fell):
-    an entry longer than what is now sent up to its boundary describes content that is no
-    longer sent and cannot be read."""
-    part = st.r_partition[k]
-    s0 = st.part_start.get(part, 0)
-    res = st.r_residual[k]
-    kept = []
-    for e in cache.entries:
-        if e[1] == part and e[2] > s0:
-            now = overhead_of[e[0]] + sum(eff[s0:e[2]]) + res
-            if e[3] > now + tolerance(now):
-                continue
-        kept.append(e)
-    cache.entries = kept
-
-
 def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions, ctx: Context,
                    detail: dict[str, list] | None, requests: Iterable[Request],
                    observed_writes: list[int] | None = None, record: list[int] | None = None,
@@ -281,7 +57,8 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                    add: bool = True) -> list[tuple[str, float]]:
     """Price each of the stream's requests and add the stream's figures to ``ctx.metrics``
     (and a row per request to ``detail``). Call after ``start_stream``: the policy's
-    ``overhead`` hook is asked here, before the first request is taken from ``requests``.
+    ``overhead`` hook is asked here, before the first request is taken from ``requests``,
+    which must yield every request of the stream, in order.
 
     ``observed_writes``: per request, the block position of an observed write to replay (-1:
     none), decided by the no-op replay; ``record``: the no-op replay that decides them
@@ -292,47 +69,88 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     added (``add``: add them to ``ctx.metrics`` here)."""
     cfg = opts.cache
     cache = StreamCache(cfg)
-    rates, each, min_c, auto, grids, retention, openai = _model_tables(vocab, opts, detail is not None)
+    rates, each, min_c, auto, grids, retention, openai = model_tables(vocab, opts, detail is not None)
     per_model = [[0.0, 0.0, 0.0, 0.0, 0.0] for _ in rates]
     if overhead_of is None:
         overhead_of = _overheads(st, policy, ctx, len(rates))
     sys_of = _system_prefixes(st, overhead_of, cfg)
     logged_of = [st.overhead.get(m, o) for m, o in enumerate(overhead_of)]
-    ttls, ttl_1h, auto_log = stream_ttls(st, cfg), TTL_MS["1h"], cfg.ttl == "log"
+    # times in ms as floats (exact below 2**53): the step's comparisons and sums of times run
+    # as float operations, which the interpreter specializes (13-digit ints it does not);
+    # entries that never expire keep ints (NEVER plus a time would be rounded)
+    clock = float if cfg.expiry != "never" else int
+    ttls, ttl_1h, auto_log = stream_ttls(st, cfg, clock is float), clock(TTL_MS["1h"]), cfg.ttl == "log"
     whatif: WhatIf | None = opts.whatif
     sys_ttl = keep = ping_gaps = None
     if whatif is not None:
         client = whatif.client
-        sys_ttl = TTL_MS[client.system_ttl] if client.system_ttl else None
+        sys_ttl = clock(TTL_MS[client.system_ttl]) if client.system_ttl else None
         keep = client.keepalive
         if client.ttl_rule == "first_idle":
-            ttls = first_idle_ttls(send_times(st, cfg))
+            ttls = list(map(clock, first_idle_ttls(send_times(st, cfg))))
         elif client.ttl_rule == "plan":
             ttls, ping_gaps = client.plan(st)
+            ttls = list(map(clock, ttls))
     pinger = Pinger(keep, rates, auto, min_c) if keep is not None or ping_gaps is not None else None
-    residual = st.r_residual or [0.0] * st.n_requests
     rules = stream_rules(st, vocab, cfg, openai)
     evictions, warm_log = rules.evictions, cfg.warm_start == "log"
-    r_pos, r_part, r_model, r_ts = st.r_pos, st.r_partition, st.r_model, rules.send
-    r_unc, r_read, r_out, eff = st.r_uncached, st.r_read, st.r_output, ctx.eff
-    forks, refresh, drops, evicts, rare = rules.forks, rules.refresh, rules.drops, rules.evicts, rules.rare
-    reasoning_cuts, second, r_s0, tail_lo, tokens = rules.reasoning_cuts, rules.second, rules.s0, rules.tail_lo, st.tokens
+    r_ts, eff, tokens, tail_lo = rules.send, ctx.eff, st.tokens, rules.tail_lo
     routing_miss = cfg.openai_routing_miss if cfg.observed_evictions == "none" else 0.0
     # other sessions keep the client's instructions warm (CacheConfig.openai_warm_prefix)
     warm_kept = cfg.openai_warm_prefix == "kept"
-    frames, metrics = rules.frames, ctx.metrics
-    first = True
-    n_req = 0
+    metrics = ctx.metrics
+    # the cache's common request (no retroactive change, explicit breakpoints) is taken here
+    # rather than by `StreamCache.request`: the same steps, without a call per request
+    enabled, system_bp, lookback = cache.enabled, cache.system_bp, cache.lookback
+    if cfg.lookback_blocks is None:
+        lookback = st.n_blocks  # no request is further than this from an entry: any distance (a small int)
+    slow_add = cache.forever  # entries that never expire are added by `StreamCache._add`
+    # what holds for the whole stream is decided here, once: the loop tests one flag
+    warm_now, warm_each = warm_log, warm_log and evictions  # the first request, then the others
+    pinging = pinger is not None
+    mixed = sys_ttl is not None and system_bp
+    # the recorded tail is looked at from the first request a change can reach (the walk tells
+    # as it goes when changed_k is None)
+    tail_k = 0 if changed_k is None else changed_k
+    unbounded = cfg.lookback_blocks is None
+    k = -1
+    last_model = acc = None
     s_total = s_unc = s_read = s_w5 = s_w1h = s_out = s_cost = s_busts = s_bust_tokens = 0.0
-    for k, running, changed_from, removed in requests:
-        model = r_model[k]
-        overhead = overhead_of[model]
-        total = overhead + running + residual[k]
+    a_unc = a_w5 = a_w1h = a_read = a_out = 0.0
+    # one model: its token sums are the stream's (the same additions in the same order)
+    single = rules.single_model
+    has_detail = detail is not None
+    recording = record is not None
+    # per request, the observed write to replay (-1: none; the recording replay decides its own)
+    obs = observed_writes if observed_writes is not None and not recording else repeat(-1)
+    newest, hint = None, 0  # the entry the inline request added last, and its index then
+    # the system entries the last requests found (an entry is never taken out of a list of system
+    # entries, only the list replaced): the warm one, and the breakpoint's (the first that matches,
+    # while no entry before it can have changed: an eviction cuts system entries)
+    warm_e = warm_sys = sbp_e = sbp_sys = None
+    for (k, running, changed_from, removed), (model, res, unc_rec, frr, t, tr, pos, part, s0, rare, out), ttl, \
+            p_obs in zip(requests, rules.rows(st, has_detail), ttls, obs):
+        if model != last_model:
+            # a stream's requests rarely change model: its constants are looked up again only then,
+            # and its token sums (`per_model`) are kept in locals meanwhile (added in the same order)
+            if acc is not None:
+                acc[:] = a_unc, a_w5, a_w1h, a_read, a_out
+            last_model = model
+            overhead, is_auto, minc, sysp, logged = overhead_of[model], auto[model], min_c[model], sys_of[model], \
+                logged_of[model]
+            sys_bp = system_bp and sysp >= minc
+            minc_f = float(minc)  # compared with floats (the same order as with the int, fewer steps)
+            inline = INLINE and enabled and not is_auto
+            observe = evictions and not is_auto
+            priced = each[model]
+            acc = None if priced else per_model[model]
+            if acc is not None:
+                a_unc, a_w5, a_w1h, a_read, a_out = acc
+            sbp_sys = warm_sys = None  # found for another model
+        total = overhead + running + res
         if total < 0.0:
             total = 0.0
-        unc_rec, rr, t = r_unc[k], r_read[k], r_ts[k]
-        pos, part = r_pos[k], r_part[k]
-        if unc_rec > 0 and not auto[model] and (metrics["blocks_changed"] if changed_k is None else k >= changed_k):
+        if k >= tail_k and unc_rec > 0 and not is_auto and (changed_k is not None or metrics["blocks_changed"]):
             # only a policy that changed a block of the tail can have changed it (the walk over
             # it gives the log's tail, as a float, where none changed)
             lo = tail_lo[k]
@@ -340,77 +158,160 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 unc_rec = float(unc_rec)
             else:
                 unc_rec = uncached_tail(st, eff, k, unc_rec)
-        ttl = ttls[k]
-        if warm_log and rr > 0 and (first or evictions):
+        if warm_now and frr > 0.0 and not (warm_sys is cache.sys and warm_e[4] >= t and warm_e[3] >= overhead):
             # cached per the log though this stream did not write it: kept warm by other sessions
             # in the policy's world: a policy that shrank the overhead shrank what was warm too
             # (`in_policy_world` capped at the overhead; its two cheap cases inline: this runs at
-            # nearly every request of the calibrated replay)
-            res, logged, frr = residual[k], logged_of[model], float(rr)
-            if frr <= logged + res or pos <= r_s0[k]:
+            # nearly every request of the calibrated replay). Nothing to do where the system entry
+            # the last requests found is alive and as long as the overhead (the most warm can be)
+            if frr <= logged + res or pos <= s0:
                 warm = frr - (logged - overhead)
                 if not warm > 0.0:
                     warm = 0.0
             elif overhead + res >= overhead:
                 warm = overhead
             else:
-                warm = in_policy_world(st, eff, k, frr, overhead, logged, overhead)
+                warm = in_policy_world(st, eff, k, frr, overhead, logged, overhead,
+                                       not (metrics["blocks_changed"] if changed_k is None else k >= changed_k))
             x = total - unc_rec
             if x < warm:
                 warm = x
             if overhead < warm:
                 warm = overhead
-            cache.warm(model, warm, t, KEPT_MS if warm_kept and openai[model] else ttl)
-        first = False
-        if rare[k] or pinger is not None:
-            if frames[k] and not auto[model] and cache.entries:
-                _frame_check(cache, st, eff, k, overhead_of)
-            u, t_end = forks[k]
-            fork = u >= 0 and not auto[model]
-            pinging = pinger is not None and k > 0 and (ping_gaps is None or ping_gaps[k])
-            if pinging:
-                # keep-alive pings through the idle gap before this request, up to its turn-end write
-                pinger.gap(cache, st, k, r_ts[k - 1], r_ts[k - 1], t_end if fork and t_end < t else t,
-                           ping_gaps is not None, ttls[k - 1])
-            if fork:
-                # the unlogged turn-end request cached the conversation up to the last answer
-                cacheable = total - unc_rec
-                prefix = _prefix(st, eff, k, u, overhead)
-                cache.request(model, part, u, t_end, prefix if prefix < cacheable else cacheable, 0.0, sys_of[model],
-                              ttl, min_c[model], None, 0.0, sys_ttl_ms=sys_ttl)
-                if pinging and t_end < t:
-                    # and from the turn-end write (a use of the cache) on
-                    pinger.gap(cache, st, k, r_ts[k - 1], t_end, t, ping_gaps is not None, ttls[k - 1])
-            if drops[k] and not auto[model]:
-                # thinking switched on or off, or the client re-rendered the conversation from its
-                # first message: the message entries are invalid, the system's stay
-                cache.drop_messages(model)
-            if evicts[k]:
-                _evict(cache, st, eff, k, overhead, logged_of[model], t, auto[model])
-        if evictions and not auto[model] and rr > 0:
-            p_obs = -1
-            if record is not None:
-                p_obs = _observed_write(cache, st, eff, k, t, overhead, total - unc_rec, min_c[model])
-                record.append(p_obs)
-            elif observed_writes is not None:
-                p_obs = observed_writes[k]
-            if p_obs >= 0:
-                cacheable = total - unc_rec
-                prefix = _prefix(st, eff, k, p_obs, overhead)
-                cache.write(model, part, p_obs, prefix if prefix < cacheable else cacheable, t, ttl)
-        elif record is not None:
-            record.append(-1)
-        if auto[model]:
-            if rare[k]:
-                if reasoning_cuts[k] >= 0:
+            # StreamCache.warm
+            if not warm <= 0.0 and enabled and not (
+                    warm_sys is cache.sys and warm_e[4] >= t and warm_e[3] >= warm):
+                for e in cache.sys:
+                    if e[0] == model and e[4] >= t and e[3] >= warm:
+                        warm_e, warm_sys = e, cache.sys
+                        break
+                else:
+                    wt = KEPT_MS if warm_kept and openai[model] else ttl
+                    cache._add([model, SYS, 0, warm, t + wt, wt])
+        warm_now = warm_each
+        if rare or pinging:
+            _rare_step(cache, st, eff, k, rules, pinger, ping_gaps, ttls, model, is_auto, total, unc_rec,
+                       overhead, sysp, logged, minc, ttl, sys_ttl, overhead_of,
+                       not (metrics["blocks_changed"] if changed_k is None else k >= changed_k))
+            sbp_sys = None
+        if recording:
+            if observe and frr > 0.0:
+                p_obs = _observed_write(cache, st, eff, k, t, overhead, total - unc_rec, minc)
+            record.append(p_obs)
+        if p_obs >= 0 and observe and frr > 0.0:
+            cacheable = total - unc_rec
+            prefix = _prefix(st, eff, k, p_obs, overhead, p_obs <= pos and not (
+                metrics["blocks_changed"] if changed_k is None else k >= changed_k))
+            cache.write(model, part, p_obs, prefix if prefix < cacheable else cacheable, t, ttl)
+        if inline and changed_from is None:
+            # StreamCache.request: read the longest entry the request can reach, write the rest
+            uncached = unc_rec if unc_rec < total else total
+            cacheable = total - uncached
+            # an entry as long as the limit, computed along another path of float sums, is not longer
+            lim = cacheable + 1e-6
+            entries = cache.entries
+            best = None
+            top = -1.0  # the longest entry's length (none: shorter than any write)
+            if entries:
+                # the search starts at the first entry not longer than the request (entries are
+                # longest first): most often the first; after a compaction, the newest entry's
+                # place when the one before it is longer (the earlier partition's); else a search
+                e = entries[0]
+                top = e[3]
+                if top <= lim:
+                    i = 0
+                elif (newest is not None and hint < len(entries) and entries[hint] is newest and newest[3] <= lim
+                      and entries[hint - 1][3] > lim):
+                    i, e = hint, newest
+                else:
+                    i = bisect_left(entries, -lim, key=_neg_tokens)
+                    e = entries[i] if i < len(entries) else None
+                if e is not None:
+                    if e[0] == model and e[4] >= t and (
+                            (e[1] == part and e[2] <= pos and (unbounded or pos - e[2] <= lookback)) or e[1] == SYS):
+                        best = e  # most often: the entry the previous request wrote
+                    else:
+                        for e in islice(entries, i + 1, None):
+                            if e[3] > lim or e[0] != model or e[4] < t:
+                                continue
+                            if e[1] != SYS and (e[1] != part or e[2] > pos or pos - e[2] > lookback):
+                                continue
+                            best = e
+                            break
+            read = 0.0
+            if best is not None:
+                b = best[3]
+                if b >= minc_f:
+                    read = b if b < cacheable else cacheable
+                    best[4] = tr + best[5]
+            if cacheable >= minc_f:
+                written = cacheable - read
+                if written > 0.0:
+                    exp = tr + ttl
+                    entry = [model, part, pos, cacheable, exp, ttl]
+                    if slow_add or part == SYS:
+                        cache._add(entry)
+                        newest = None
+                    else:
+                        # StreamCache._add: longest first, ties oldest first (after the entries
+                        # as long); the newest entry's place is remembered for the next request
+                        if top < cacheable:
+                            entries.insert(0, entry)
+                            hint = 0
+                        elif entries[-1][3] >= cacheable:
+                            hint = len(entries)
+                            entries.append(entry)
+                        elif (newest is not None and 0 < hint < len(entries) and entries[hint] is newest
+                              and newest[3] < cacheable and entries[hint - 1][3] >= cacheable):
+                            entries.insert(hint, entry)
+                        else:
+                            hint = bisect_right(entries, -cacheable, key=_neg_tokens)
+                            entries.insert(hint, entry)
+                        newest = entry
+                        if exp < cache.next_expiry:
+                            cache.next_expiry = exp
+            else:
+                written = 0.0
+                uncached = total - read
+            if sys_bp:
+                # the system breakpoint is hit (refreshed) or written by every request
+                if sbp_sys is cache.sys and sbp_e[3] == sysp:
+                    e = sbp_e
+                else:
+                    for e in cache.sys:
+                        if e[0] == model and e[3] == sysp:
+                            sbp_e, sbp_sys = e, cache.sys
+                            break
+                    else:
+                        sttl = ttl if sys_ttl is None else sys_ttl
+                        e = sbp_e = [model, SYS, 0, sysp, tr + sttl, sttl]
+                        cache._add(e)
+                        sbp_sys = cache.sys
+                        e = None
+                if e is not None:
+                    if e[4] >= t:
+                        e[4] = tr + e[5]
+                    else:
+                        sttl = ttl if sys_ttl is None else sys_ttl
+                        e[4] = tr + sttl
+                        e[5] = sttl
+            if t > cache.next_expiry:
+                cache._prune(t)
+            bust = 0.0  # no retroactive change: nothing to bust
+        elif is_auto:
+            if rare:
+                if rules.reasoning_cuts[k] >= 0:
                     # a new user turn: the earlier turns' reasoning left the prompt
-                    cache.cut_after(part, reasoning_cuts[k])
-                if second[k]:
+                    cache.cut_after(part, rules.reasoning_cuts[k])
+                if rules.second[k]:
                     cache.drop_messages(model)
             step, base = grids[model]
             read, written, uncached, bust = cache.request_auto(
                 model, part, pos, t, total, retention[model] if auto_log else ttl, changed_from, removed,
-                min_c[model], step, base)
+                minc, step, base)
+            if bust > 0.0:
+                s_busts += 1
+                s_bust_tokens += bust
             if routing_miss and openai[model] and read > 0.0:
                 # expected: a request routed to a machine without the prefix reads the warm part only
                 warm = cache.warm_length(model, t)
@@ -419,41 +320,40 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                 uncached += lost
         else:
             read, written, uncached, bust = cache.request(
-                model, part, pos, t, total, unc_rec if unc_rec < total else total, sys_of[model], ttl, min_c[model],
-                changed_from, removed, refresh[k] if refresh is not None else None, sys_ttl_ms=sys_ttl)
-        if sys_ttl is not None and sys_ttl != ttl and written > 0 and cache.system_bp and read < sys_of[model] \
-                and sys_of[model] >= min_c[model]:
+                model, part, pos, t, total, unc_rec if unc_rec < total else total, sysp, ttl, minc,
+                changed_from, removed, tr, sys_ttl_ms=sys_ttl)
+            if bust > 0.0:
+                s_busts += 1
+                s_bust_tokens += bust
+        if mixed and sys_ttl != ttl and written > 0 and read < sysp and sysp >= minc:
             # a mixed layout: the part of the write up to the system breakpoint has its own TTL
-            w_sys = min(sys_of[model], read + written) - read
+            w_sys = min(sysp, read + written) - read
             w5, w1h = (w_sys, written - w_sys) if ttl == ttl_1h else (written - w_sys, w_sys)
         elif ttl == ttl_1h:
             w5, w1h = 0.0, written
         else:
             w5, w1h = written, 0.0
-        out = r_out[k]
-        if each[model]:
+        if priced:
             cost = rates[model].cost(uncached, w5, w1h, read, out)
             s_cost += cost
-        else:
+        elif not single:
             # cost is linear in the token categories: sum them per model, price once per stream
-            acc = per_model[model]
-            acc[0] += uncached
-            acc[1] += w5
-            acc[2] += w1h
-            acc[3] += read
-            acc[4] += out
-        n_req += 1
+            a_unc += uncached
+            a_w5 += w5
+            a_w1h += w1h
+            a_read += read
+            a_out += out
         s_total += total
         s_unc += uncached
         s_read += read
         s_w5 += w5
         s_w1h += w1h
         s_out += out
-        if bust > 0:
-            s_busts += 1
-            s_bust_tokens += bust
-        if detail is not None:
+        if has_detail:
             _detail_row(detail, st.stream_id, k, (total, uncached, read, w5, w1h, out, cost, bust))
+    n_req = k + 1  # the requests come in order, every one
+    if acc is not None:
+        acc[:] = (s_unc, s_w5, s_w1h, s_read, s_out) if single else (a_unc, a_w5, a_w1h, a_read, a_out)
 
     figures = []
     if pinger is not None:
@@ -471,6 +371,40 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     if add:
         add_figures(ctx.metrics, figures)
     return figures
+
+
+def _rare_step(cache: StreamCache, st: Stream, eff: list[float], k: int, rules: StreamRules, pinger: Pinger | None,
+               ping_gaps: list[bool] | None, ttls: list[int], model: int, is_auto: bool, total: float,
+               unc_rec: float, overhead: float, sysp: float, logged: float, minc: int, ttl: int,
+               sys_ttl: int | None, overhead_of: list[float], same: bool) -> None:
+    """What happens to the cache before request k beyond the common case (`StreamRules.rare`,
+    or keep-alive pings): a frame check, pings, the turn-end write, a client break, an
+    observed eviction. ``same``: the policy changed no block before the request."""
+    r_ts, t = rules.send, rules.send[k]
+    if rules.frames[k] and not is_auto and cache.entries:
+        _frame_check(cache, st, eff, k, overhead_of)
+    u, t_end = rules.forks[k]
+    fork = u >= 0 and not is_auto
+    pinging = pinger is not None and k > 0 and (ping_gaps is None or ping_gaps[k])
+    if pinging:
+        # keep-alive pings through the idle gap before this request, up to its turn-end write
+        pinger.gap(cache, st, k, r_ts[k - 1], r_ts[k - 1], t_end if fork and t_end < t else t,
+                   ping_gaps is not None, ttls[k - 1])
+    if fork:
+        # the unlogged turn-end request cached the conversation up to the last answer
+        cacheable = total - unc_rec
+        prefix = _prefix(st, eff, k, u, overhead, same and u <= st.r_pos[k])
+        cache.request(model, st.r_partition[k], u, t_end, prefix if prefix < cacheable else cacheable, 0.0, sysp,
+                      ttl, minc, None, 0.0, sys_ttl_ms=sys_ttl)
+        if pinging and t_end < t:
+            # and from the turn-end write (a use of the cache) on
+            pinger.gap(cache, st, k, r_ts[k - 1], t_end, t, ping_gaps is not None, ttls[k - 1])
+    if rules.drops[k] and not is_auto:
+        # thinking switched on or off, or the client re-rendered the conversation from its
+        # first message: the message entries are invalid, the system's stay
+        cache.drop_messages(model)
+    if rules.evicts[k]:
+        _evict(cache, st, eff, k, overhead, logged, t, is_auto, same)
 
 
 def _detail_row(detail: dict[str, list], stream_id: int, k: int, figures: tuple) -> None:

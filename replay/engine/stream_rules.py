@@ -37,16 +37,22 @@ class StreamRules:
     so where the policy changed none of them the tail is the log's); ``frames``: the anchoring
     residual fell since the previous request of its partition (`pricing._frame_check`);
     ``rare``: any of frames, forks, drops, evicts, reasoning_cuts or second applies (the step
-    looks at them only there).
+    looks at them only there); ``tref``: when what the request reads or writes starts its TTL
+    (``refresh``, or ``send`` where that is later or there is none); ``residual``: the stream's
+    anchoring residual per request (0.0 where it has none); ``clock``: the type of the step's times
+    (`rows`); ``single_model``: every request has the same model.
     Read-only: shared by every replay of the stream under the setting."""
 
     __slots__ = ("send", "refresh", "forks", "drops", "evicts", "reasoning_cuts", "second", "s0", "rare",
-                 "evictions", "tail_lo", "frames")
+                 "evictions", "tail_lo", "frames", "tref", "residual", "clock", "single_model", "_rows")
 
     def __init__(self, st: Stream, vocab: Vocab, cfg: CacheConfig, openai: list[bool]):
         n = st.n_requests
         self.send = send_times(st, cfg)
         self.refresh = refresh_times(st, cfg)
+        self.tref = self.send if self.refresh is None else [
+            t if r < t else r for t, r in zip(self.send, self.refresh)]
+        self.residual = st.r_residual or [0.0] * n
         self.forks = fork_writes(st, cfg)
         switches = thinking_switches(st, vocab.models, cfg)
         rewrites = client_rewrites(st, vocab.tool_names, cfg)
@@ -66,6 +72,28 @@ class StreamRules:
         self.frames = [bool(res) and k > 0 and part[k - 1] == part[k] and res[k] < res[k - 1] for k in range(n)]
         self.rare = [fr or f[0] >= 0 or d or e or c >= 0 or s for fr, f, d, e, c, s in
                      zip(self.frames, self.forks, self.drops, self.evicts, self.reasoning_cuts, self.second)]
+        # what the per-request step reads of each request, in one tuple (one iterator in its loop)
+        self.clock = float if cfg.expiry != "never" else int
+        self.single_model = len(set(st.r_model)) <= 1
+        self._rows = {}
+
+    def rows(self, st: Stream, detail: bool) -> list[tuple]:
+        """Per request, what the per-request step reads of it, in one tuple (one iterator in its
+        loop): (model, residual, recorded uncached, recorded read, send, tref, position,
+        partition, s0, rare, output), built once per stream, setting and ``detail``.
+
+        Times are floats (exact: ms below 2**53) unless entries never expire (NEVER plus a time
+        would be rounded); the recorded read is a float; the recorded uncached tokens and output
+        are floats too where no per-request row shows them (an int and its float add and compare
+        alike), the log's ints where one does."""
+        got = self._rows.get(detail)
+        if got is None:
+            clock = self.clock
+            num = (lambda x: x) if detail else float
+            got = self._rows[detail] = list(zip(
+                st.r_model, self.residual, map(num, st.r_uncached), map(float, st.r_read), map(clock, self.send),
+                map(clock, self.tref), st.r_pos, st.r_partition, self.s0, self.rare, map(num, st.r_output)))
+        return got
 
 
 def stream_rules(st: Stream, vocab: Vocab, cfg: CacheConfig, openai: list[bool]) -> StreamRules:

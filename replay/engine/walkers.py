@@ -197,11 +197,23 @@ def _request_starts(st: Stream) -> list[tuple[int, int, int]]:
 
 def fast_requests(st: Stream, changes: list) -> list[Request]:
     """The requests `walk_fast` yields for a policy that changed ``changes`` (flat block, size
-    pairs, in order): the same sums in the same order, so the same floats."""
+    pairs, in order): the same sums in the same order, so the same floats. Read-only: those of a
+    policy that changed nothing are kept on the stream (most streams of most configurations)."""
+    if not changes:
+        got = st.__dict__.get("_unchanged_requests")
+        if got is None:
+            got = st.__dict__["_unchanged_requests"] = _fast_requests(st, changes)
+        return got
+    return _fast_requests(st, changes)
+
+
+def _fast_requests(st: Stream, changes: list) -> list[Request]:
     csum, pevents, pepos = fast_index(st, frozenset())
     tokens, partition, n_blocks = st.tokens, st.partition, st.n_blocks
     r_pos, r_part = st.r_pos, st.r_partition
-    starts = {k for k, _, _ in _request_starts(st)}
+    starts = st.__dict__.get("_request_start_set")
+    if starts is None:
+        starts = st.__dict__["_request_start_set"] = {k for k, _, _ in _request_starts(st)}
     n_ch, n_p = len(changes), len(pevents)
     c_i = p_i = j = pstart = 0
     delta = 0.0

@@ -17,7 +17,7 @@ only) belongs to no partition, so it survives compactions.
 from __future__ import annotations
 
 import re
-from bisect import insort
+from bisect import bisect_left, insort
 from operator import itemgetter
 from dataclasses import asdict, dataclass
 
@@ -294,19 +294,27 @@ class StreamCache:
         cache the replay did not have.
         """
         kept = []
+        cut = []
         src = None
         for e in self.entries:
             if e[0] == model:
                 if e[1] == SYS:
                     if e[3] > sys_tokens:
                         e[3] = sys_tokens
+                        cut.append(e)
+                        continue
                 elif e[1] == part and (e[2] > pos or (e[2] == pos and e[3] > prefix_tokens + 1.0)):
                     if e[4] >= t and (src is None or e[4] > src[4]):
                         src = e
                     continue
             kept.append(e)
+        if cut:
+            # the shortened system entries go back where a stable sort by length puts them: before
+            # the entries as long as they now are (every one of those came after them: it was
+            # shorter than they were), in their order; the rest stays in order
+            i = bisect_left(kept, -sys_tokens, key=_neg_tokens)
+            kept[i:i] = cut
         self.entries = kept
-        self.entries.sort(key=_neg_tokens)  # the system entry may have been shortened
         if src is not None and pos >= 0:
             self._add([model, part, pos, min(prefix_tokens, src[3]), src[4], src[5]])
 
