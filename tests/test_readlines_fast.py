@@ -45,19 +45,27 @@ _line_text = st.lists(_piece, max_size=4).map("".join)
 @st.composite
 def reads(draw):
     """Read results: numbered runs (either format, padded or not, wide numbers), gaps, tails."""
-    first = draw(st.sampled_from([1, 7, 98, 99_998, 999_999]))
+    first = draw(st.sampled_from([1, 7, 98, 99_998, 999_999, 999_999_998]))
     tab = draw(st.booleans())
     width = draw(st.integers(0, 7))
     lines = []
     n = first
     for _ in range(draw(st.integers(0, 12))):
-        kind = draw(st.sampled_from(["ok", "ok", "ok", "gap", "wide", "junk"]))
+        kind = draw(st.sampled_from(["ok", "ok", "ok", "gap", "wide", "junk", "zeros", "digits", "sep", "cr"]))
         if kind == "gap":
             n += 2
         sep = "\t" if tab else "→"
         num = f"{n}" if tab else f"{n:>{width}}"
         if kind == "wide":
             num = " " * draw(st.integers(0, 3)) + f"{n}"
+        elif kind == "zeros":  # int() reads them, str(n) does not write them
+            num = f"{n:0{width + 1}d}"
+        elif kind == "digits":  # other decimal digits, which int() reads too
+            num = f"{n}".translate(str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩"))
+        elif kind == "sep":
+            sep = "→" if tab else "\t"
+        elif kind == "cr":
+            sep += "\r"
         line = f"{num}{sep}{draw(_line_text)}" if kind != "junk" else draw(_line_text)
         lines.append(line)
         n += 1

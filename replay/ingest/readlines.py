@@ -25,8 +25,8 @@ from __future__ import annotations
 import hashlib
 import re
 import struct
-from itertools import repeat
-from operator import add, getitem
+from itertools import compress, repeat
+from operator import getitem, is_
 
 from replay.ingest.keys import Keyring
 
@@ -72,18 +72,14 @@ def numbered_lines(text: str) -> tuple[int, list[str]] | None:
         return None
     first = int(m.group(1))
     lines = text.split("\n")
-    # every line's prefix is known once the first one's format is: the lines that carry theirs
-    # are found by one map over all of them, not a regex or a call per line (this runs for every
-    # line of every read at ingest); the rest goes line by line from the first that does not
-    numbers = map(str, range(first, first + len(lines)))
-    if text[m.end() - 1] == "\t":
-        prefixes = list(map(add, numbers, repeat("\t")))
-    else:
-        width = m.end() - 1  # the padded number before the arrow
-        prefixes = list(map(add, map(str.rjust, numbers, repeat(width)), repeat("→")))
+    # every line's prefix is known once the first one's format is: the lines that carry theirs are
+    # found by one map over all of them, not a regex or a call per line (this runs for every line of
+    # every read at ingest); the rest goes line by line from the first that does not
+    sep = text[m.end() - 1]
+    prefixes, cuts = _prefixes(0 if sep == "\t" else m.end() - 1, sep, first, len(lines))
     ok = list(map(str.startswith, lines, prefixes))
     k = ok.index(False) if False in ok else len(lines)
-    out = list(map(getitem, lines[:k], map(slice, map(len, prefixes[:k]), repeat(None))))
+    out = list(map(getitem, lines[:k], cuts[:k]))
     n = first + k
     for line in lines[k:]:
         p = prefixes[n - first]
@@ -96,6 +92,29 @@ def numbered_lines(text: str) -> tuple[int, list[str]] | None:
             out.append(line[len(p):])
         n += 1
     return first, out
+
+
+# the line prefixes of each format (padding width, separator), and the slices that cut them off,
+# for the line numbers below _CACHED_LINES: made once per process, not once per read
+_PREFIX_CACHE: dict[tuple[int, str], tuple[list[str], list[slice]]] = {}
+_CACHED_LINES = 4096  # Claude Code's Read returns 2,000 lines unless asked for more
+_CACHED_WIDTH = 12
+
+
+def _prefixes(width: int, sep: str, first: int, n: int) -> tuple[list[str], list[slice]]:
+    """The prefixes of lines ``first`` to ``first + n - 1`` (the number padded to ``width``, then
+    ``sep``) and a slice that cuts each off its line."""
+    end = first + n
+    fmt = f"{{:>{width}}}{sep}".format if width else f"{{}}{sep}".format
+    if end > _CACHED_LINES or width > _CACHED_WIDTH:
+        prefixes = list(map(fmt, range(first, end)))
+        return prefixes, list(map(slice, map(len, prefixes), repeat(None)))
+    prefixes, cuts = _PREFIX_CACHE.setdefault((width, sep), ([], []))
+    if len(prefixes) < end:
+        more = list(map(fmt, range(len(prefixes), min(_CACHED_LINES, max(end, 2 * len(prefixes))))))
+        prefixes += more
+        cuts += map(slice, map(len, more), repeat(None))
+    return prefixes[first:end], cuts[first:end]
 
 
 class LineHasher:
@@ -120,7 +139,8 @@ class LineHasher:
         cache = self._cache
         out = list(map(cache.get, lines))
         if None in out:
-            new = list(dict.fromkeys(line for line, h in zip(lines, out) if h is None))
+            # C-level maps over every line; the Python loop below runs once per line never seen
+            new = list(dict.fromkeys(compress(lines, map(is_, out, repeat(None)))))
             chars = self._chars.get(self._key, 0) + sum(map(len, new)) + 50 * len(new)  # with each entry's overhead
             if chars > self.CACHE_CHARS:
                 cache.clear()
@@ -134,5 +154,5 @@ class LineHasher:
                 h.update(line.encode("utf-8", "surrogatepass"))
                 digests.append(h.digest())
             cache.update(zip(new, struct.unpack(f">{len(digests)}q", b"".join(digests))))
-            out = [cache[line] for line in lines]
+            out = list(map(cache.__getitem__, lines))
         return out
