@@ -42,6 +42,8 @@ DOCUMENT_ARRAYS = ("messages",)  # top-level arrays of a JSON object document th
 _OPEN = (b"[", b"{", b"[{", b"[ {")
 
 
+_PARSED_BYTES = 8 << 20  # of lines `head` keeps parsed for the next pass
+
 COMPRESSED_SUFFIXES = (".gz", ".zip", ".bz2", ".xz", ".zst")
 LOG_NAMES = (".jsonl", ".json")
 
@@ -134,6 +136,11 @@ class Records:
         self.limit = limit
         self.meta: dict[str, Any] = {}
         self.bom = False
+        # JSONL lines parsed by `head` (line -> its values), taken by the next pass instead of parsed
+        # again: the format and the reader are sniffed from the first records, up to three times
+        self._parsed: dict[int, list] = {}
+        self._parsed_bytes = 0  # of the lines kept there (at most _PARSED_BYTES)
+        self._keep = False  # in `head`
         with self._open() as fh:
             self.bom = fh.read(len(BOM)) == BOM
         if self.bom and limit is not None:
@@ -203,10 +210,14 @@ class Records:
     def head(self, n: int = 50) -> list[Record]:
         """The first ``n`` records (for sniffing the format), nothing reported."""
         out = []
-        for item in self.iter(quiet=True):
-            out.append(item)
-            if len(out) >= n:
-                break
+        self._keep = True
+        try:
+            for item in self.iter(quiet=True):
+                out.append(item)
+                if len(out) >= n:
+                    break
+        finally:
+            self._keep = False
         return out
 
     def _skip(self, report: ReadReport | None, reason: str, line: int | None, detail: str) -> None:
@@ -275,16 +286,27 @@ class Records:
         ``report.repaired`` as ``multi_object_line``)."""
         if not raw or raw.isspace():  # not strip(): no copy of a long line
             return []
+        values = self._parsed.pop(i, None) if report is not None else self._parsed.get(i)
         try:
-            values = [self._load(raw, report, i)]
+            if values is None:
+                values = [orjson.loads(raw)]  # what parsed at once reports nothing: `head` may keep it
+                if self._keep and self._parsed_bytes + len(raw) <= _PARSED_BYTES:
+                    self._parsed[i] = values
+                    self._parsed_bytes += len(raw)
         except orjson.JSONDecodeError as e:
+            error, value = e, repair(raw, e)
+            if value is not None:
+                if report is not None:
+                    report.repair("invalid_utf8", self.path, i, "invalid UTF-8 or a lone surrogate replaced by U+FFFD")
+                values = [value]
+        if values is None:
             values, tail, fixed = split_values(raw)
             if not values or (len(values) == 1 and tail is None):
                 # no complete value, or one orjson refuses (a huge integer): broken as orjson said
                 if not newline:
                     self._skip(report, "truncated_last_line", i, "incomplete record at end of file")
                 else:
-                    self._skip(report, "invalid_json", i, str(e)[:80])
+                    self._skip(report, "invalid_json", i, str(error)[:80])
                 return []
             if report is not None:
                 if len(values) > 1:
