@@ -178,6 +178,8 @@ def hash_unit(unit: Unit, keys: Keyring) -> tuple[str, int, dict[Path, int]]:
         h.update(b"ctxreplay-trace-revision\0%d\0" % trace_format.TRACE_REVISION)
     sizes: dict[Path, int] = {}
     total = 0
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
     for i, path in enumerate([unit.main, *sorted(unit.subagents)]):
         if i:
             h.update(b"\0sub\0")
@@ -185,9 +187,9 @@ def hash_unit(unit: Unit, keys: Keyring) -> tuple[str, int, dict[Path, int]]:
         n = 0
         with open_log(path) as fh:
             try:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk)
-                    n += len(chunk)
+                while got := fh.readinto(buf):  # one buffer for every chunk: no new memory to fault in
+                    h.update(view[:got])
+                    n += got
             except (EOFError, zlib.error) as e:  # a truncated or damaged gzip log fails alone
                 raise damaged_gzip(path, e) from e
         sizes[path] = n
