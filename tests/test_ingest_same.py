@@ -17,11 +17,13 @@ import shutil
 from pathlib import Path
 
 import duckdb
+import pytest
 
 import cc_records
 from cc_records import ProgressAgent, Transcript, text, tool_use, usage
 from replay.cli import sample_logs_dir
 from replay.ingest.keys import Keyring
+from replay.store import load_parallel
 from replay.store.load import ingest
 
 MASTER = bytes(range(32))
@@ -190,9 +192,12 @@ def test_a_fresh_ingest_stores_what_it_stored_before(tmp_path):
     assert one == GOLDEN
 
 
-def test_except_all_both_ways_between_jobs_1_and_jobs_2(tmp_path):
+@pytest.mark.parametrize("early", [0, 200_000, load_parallel.EARLY_BYTES])
+def test_except_all_both_ways_between_jobs_1_and_jobs_2(tmp_path, monkeypatch, early):
+    """--jobs 2 with no early reader, one that reads the first files, one that reads them all."""
     cc_records._ids = itertools.count(1)
     logs = _corpus(tmp_path)
+    monkeypatch.setattr(load_parallel, "EARLY_BYTES", early)
     for jobs in (1, 2):
         ingest([logs], tmp_path / f"j{jobs}.duckdb", master_key=MASTER, jobs=jobs, batch_blocks=300)
     diff = _except_all(tmp_path / "j1.duckdb", tmp_path / "j2.duckdb")

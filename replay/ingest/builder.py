@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from replay.ingest import checks
+from replay.ingest import tokens as tokenizer
 from replay.ingest.blocktext import canonical_json, tool_use_text
 from replay.ingest.identifiers import kept_tool_name, kept_version
 from replay.ingest.keys import Keyring
@@ -35,6 +36,18 @@ _NO_TOOL = (None, None, None, None, None, None)
 COUNT_BATCH_CHARS = 4_000_000  # block text held for one token-counting batch
 MAX_BLOCK_TOKENS = 2**31 - 1
 _PSEUDONYM_PREFIX = {"model": "model", "tool_name": "tool", "agent_version": "version", "trigger": "trigger"}
+
+
+def token_counts(bpe: list[int], extra: list[int], override: list[int | None]) -> list[int]:
+    """Each block's tokens: its count from the log, else its BPE count, plus its images' estimate."""
+    return [(ov if ov is not None else c) + e for c, e, ov in zip(bpe, extra, override)]
+
+
+def count_uncounted(tr: SessionTrace) -> None:
+    """Fill the token counts of a trace read where counting was deferred (`SessionTrace.uncounted`)."""
+    texts, extra, override = tr.uncounted
+    tr.blocks["tokens"] = token_counts(count_many(texts), extra, override)
+    tr.uncounted = None
 
 
 class Stream:
@@ -223,7 +236,10 @@ class TraceBuilder:
             self.token_override[row] = tokens
 
     def count_pending(self) -> None:
-        """Token-count the blocks added since the last batch and drop their texts."""
+        """Token-count the blocks added since the last batch and drop their texts (kept whole
+        where counting is deferred: `replay.ingest.tokens.DEFER`)."""
+        if tokenizer.DEFER:
+            return
         start, end = self.counted, len(self.texts)
         if start < end:
             self.counts[start:end] = count_many(self.texts[start:end])
@@ -377,11 +393,12 @@ class TraceBuilder:
         tr = self.trace
         if tr.n_blocks == 0 and tr.n_requests == 0:
             return None
-        self.count_pending()
-        counts, self.counts, self.texts = self.counts, [], []
-        tr.blocks["tokens"] = [
-            (ov if ov is not None else c) + e for c, e, ov in zip(counts, self.extra_tokens, self.token_override)
-        ]
+        if tokenizer.DEFER:  # counted by the process that has the tokenizer
+            tr.uncounted = (self.texts, self.extra_tokens, self.token_override)
+        else:
+            self.count_pending()
+            tr.blocks["tokens"] = token_counts(self.counts, self.extra_tokens, self.token_override)
+        self.counts, self.texts = [], []
         skey = self.keys.short("session", tr.session["file_key"] + "\0" + primary, 16)
         for table in (tr.blocks, tr.requests, tr.compactions, tr.read_lines):
             table["session_key"] = [skey] * len(table["session_key"])
