@@ -60,10 +60,10 @@ def _arrow_table(cols: tuple[str, ...], data: dict[str, list]):
     """Column lists as an Arrow table of the store's types: DuckDB scans it without a copy
     (on the shared entire-cli corpus, 0.1 s for what took 1.0 s sent as JSON text through
     ``from_json``). pyarrow is imported here, not at start-up: only a write needs it."""
-    import pyarrow as pa
+    from replay.store import arrow
 
-    types = {_I: pa.int32(), _B: pa.int64(), _S: pa.string(), _T: pa.bool_(), "BIGINT[]": pa.list_(pa.int64())}
-    return pa.table({c: pa.array(data[c], type=types[_TYPES[c]]) for c in cols})
+    kinds = {_I: "int32", _B: "int64", _S: "string", _T: "bool", "BIGINT[]": "int64[]"}
+    return arrow.table({c: arrow.column(data[c], kinds[_TYPES[c]]) for c in cols})
 
 
 def now() -> datetime:
