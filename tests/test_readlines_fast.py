@@ -109,3 +109,20 @@ def test_cached_line_hashes_equal_hashing_each_line(monkeypatch):
     assert h.hashes(many) == _uncached(keys, many)
     assert h.hashes(lines) == _uncached(keys, lines)
     assert len(readlines.LineHasher._caches[keys.dataset_key[:64]]) < 40
+
+
+def test_whole_reads_are_remembered_by_their_content_hash(monkeypatch):
+    keys = Keyring.for_dataset(b"r" * 32, "reads")
+    h = LineHasher(keys)
+    text = "\n".join(f"{n:>6}→line {n}" for n in range(1, 30)) + "\n<system-reminder>x</system-reminder>"
+    want = (1, _uncached(keys, [f"line {n}" for n in range(1, 30)]))
+    calls = []
+    monkeypatch.setattr(readlines, "numbered_lines", lambda t: calls.append(t) or numbered_lines(t))
+    first = h.numbered(text, "hash-a")
+    again = h.numbered(text, "hash-a")
+    assert first == again == want and first[1] is not again[1] and len(calls) == 1  # cut once, copies handed out
+    assert h.numbered("no numbers", "hash-b") is None and h.numbered("no numbers", "hash-b") is None
+    assert h.numbered(text) == want and len(calls) == 3  # no hash given: not remembered
+    monkeypatch.setattr(LineHasher, "READS_LINES", 40)  # the next one overflows: the memory starts again
+    assert h.numbered(text.replace("line 1\n", "line one\n"), "hash-c")[1][0] == _uncached(keys, ["line one"])[0]
+    assert set(LineHasher._reads[keys.dataset_key[:64]]) == {"hash-c"}

@@ -24,7 +24,7 @@ from replay.ingest import tokens as tokenizer
 from replay.ingest.blocktext import canonical_json, tool_use_text
 from replay.ingest.identifiers import kept_tool_name, kept_version
 from replay.ingest.keys import Keyring
-from replay.ingest.readlines import LineHasher, is_preview, numbered_lines
+from replay.ingest.readlines import LineHasher, is_preview
 from replay.ingest.readers.report import ReadReport
 from replay.ingest.tokens import count_many, image_tokens
 from replay.ingest.trace import CLIENT_EVENTS, SessionTrace
@@ -280,18 +280,19 @@ class TraceBuilder:
             args_hash=ah, is_error=is_error,
         )
         if kind == "read" and not is_error:
-            self._read_lines(st, row, text)
+            # the block's hash is the text's own when there is no image (else it covers them too)
+            self._read_lines(st, row, text, None if images else self.trace.blocks["content_hash"][row])
         return row
 
-    def _read_lines(self, st: Stream, row: int, text: str) -> None:
+    def _read_lines(self, st: Stream, row: int, text: str, content_hash: str | None = None) -> None:
         """Keyed hashes of a read result's numbered lines, or the mark of a client preview."""
         if is_preview(text):
             first, hashes, preview = None, [], True
         else:
-            got = numbered_lines(text)
-            if got is None or not got[1] or checks.small_int(got[0] + len(got[1])) is None:
+            got = self.line_hasher.numbered(text, content_hash)
+            if got is None or checks.small_int(got[0] + len(got[1])) is None:
                 return
-            first, hashes, preview = got[0], self.line_hasher.hashes(got[1]), False
+            first, hashes, preview = got[0], got[1], False
         _append(self.trace.read_lines, {"session_key": None, "stream_id": st.sid, "pos": self.trace.blocks["pos"][row],
                                         "first_line": first, "line_hashes": hashes, "preview": preview})
 
