@@ -15,6 +15,10 @@ spawned. The content hashes stored when the ingest began reach them through a te
 file, written once the database is read (a file they cannot read only costs a parse the
 writer then discards). Once every file is submitted, the writer writes its pending batch
 while it waits for the last results, so that little is left to write after the last one.
+
+A new database has every file parsed, and the tokenizer loaded first (about 1 s, in which its
+Rust constructor holds the GIL): an `EarlyReader`, forked before that, reads the first files
+meanwhile and leaves their token counting to the writer; the workers are forked after it.
 """
 
 from __future__ import annotations
