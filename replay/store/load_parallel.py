@@ -162,18 +162,26 @@ def _read_early(conn, share: list[Unit], keys: Keyring, dataset: str) -> None:
             signal.signal(getattr(signal, name), signal.SIG_DFL)
     tokens.DEFER = True
     out: queue.Queue = queue.Queue()
+    gone = threading.Event()  # the writer stopped listening: nothing more is worth reading
 
     def send() -> None:
-        while (item := out.get()) is not None:
-            conn.send(item)
+        try:
+            while (item := out.get()) is not None:
+                conn.send(item)
+        except OSError:  # the writer closed its end (it failed, or was stopped)
+            gone.set()
 
     sender = threading.Thread(target=send, daemon=True)
     sender.start()
     try:
         for unit in share:
+            if gone.is_set():
+                break
             file_key = keys.short("file", str(unit.main), 16)
             sig = statsig.signature(unit, keys)  # before hashing, as `_Run.read` takes it
             out.put((file_key, sig, *_read(unit, keys, dataset, file_key, 0, None, set)))
+    except BaseException:  # noqa: S110 - quietly: the writer reads what was not sent (it sees the pipe close)
+        pass
     finally:
         out.put(None)
         sender.join()
