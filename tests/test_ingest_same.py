@@ -23,7 +23,7 @@ import cc_records
 from cc_records import ProgressAgent, Transcript, text, tool_use, usage
 from replay.cli import sample_logs_dir
 from replay.ingest.keys import Keyring
-from replay.store import load_parallel
+from replay.store import load, load_parallel
 from replay.store.load import ingest
 
 MASTER = bytes(range(32))
@@ -140,7 +140,19 @@ def _rows(db: Path, names: dict[str, str]) -> dict[str, list]:
 
 
 def digests(root: Path, jobs: int = 1) -> dict[str, str]:
-    """Per table (and for the summary), a digest of what a fresh ingest of `_corpus` stores."""
+    """Per table (and for the summary), a digest of what a fresh ingest of `_corpus` stores.
+
+    Batches end by their blocks alone (not after ``BATCH_SECONDS`` of reading): where a batch ends
+    decides whether a copy of a session stored in it is one 'duplicate' row of `source_files` or
+    an 'ok' row and then a 'duplicate' version, and a slow machine must not change the rows."""
+    load.BATCH_SECONDS, batch_seconds = 1e9, load.BATCH_SECONDS
+    try:
+        return _digests(root, jobs)
+    finally:
+        load.BATCH_SECONDS = batch_seconds
+
+
+def _digests(root: Path, jobs: int) -> dict[str, str]:
     cc_records._ids = itertools.count(1)  # the uuids of the synthetic records, as on every run
     logs = _corpus(root)
     keys = Keyring.for_dataset(MASTER, "default")
@@ -198,6 +210,7 @@ def test_except_all_both_ways_between_jobs_1_and_jobs_2(tmp_path, monkeypatch, e
     cc_records._ids = itertools.count(1)
     logs = _corpus(tmp_path)
     monkeypatch.setattr(load_parallel, "EARLY_BYTES", early)
+    monkeypatch.setattr(load, "BATCH_SECONDS", 1e9)  # batches end by blocks alone (see `digests`)
     for jobs in (1, 2):
         ingest([logs], tmp_path / f"j{jobs}.duckdb", master_key=MASTER, jobs=jobs, batch_blocks=300)
     diff = _except_all(tmp_path / "j1.duckdb", tmp_path / "j2.duckdb")
