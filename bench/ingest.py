@@ -282,8 +282,8 @@ def stages(path: Path, cores: int = 2) -> None:
     timed(load, "hash_unit", "hash the files")
     timed(load, "parse_unit", "parse (all below but writing)")
     timed(builder, "count_many", "  count tokens (with the tokenizer load)")
-    timed(source.Records, "_load", "  parse JSON")
-    timed(builder, "numbered_lines", "  find numbered lines")
+    timed(source.orjson, "loads", "  parse JSON")
+    timed(readlines, "numbered_lines", "  find numbered lines")
     timed(readlines.LineHasher, "hashes", "  hash numbered lines")
     timed(store, "write_sessions", "write (DuckDB inserts and commits)")
     with tempfile.TemporaryDirectory() as d:

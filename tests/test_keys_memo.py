@@ -34,3 +34,22 @@ def test_memo_is_bounded_and_skips_long_values(monkeypatch):
     for i in range(12):
         assert ring.short("x", str(i)) == _direct(ring, "x", str(i), 12)
         assert len(keys_mod._SHORT_MEMO[ring.dataset_key]) <= 5
+
+
+def test_memoized_path_pseudonyms_equal_the_unmemoized_ones(monkeypatch):
+    monkeypatch.setattr(keys_mod, "_PATH_MEMO", {})
+    ring = Keyring.for_dataset(b"p" * 32, "d")
+    cases = [("/home/a/src/x.py", None), ("src/x.py", "/home/a"), ("src/x.py", "/home/b"), ("../y.PY", "/home/a/src"),
+             ("~/z", "/w"), ("a\\b.txt", "C:\\w"), ("/" + "d/" * 600, None)]
+    for _ in range(2):  # the second round answers from the memo (but for the long path)
+        assert [ring.path(p, c) for p, c in cases] == [ring._path(p, c) for p, c in cases]
+    assert ring.path("src/x.py", "/home/a") != ring.path("src/x.py", "/home/b")
+    assert len(keys_mod._PATH_MEMO[ring.dataset_key]) == len(cases) - 1  # the long one is not kept
+    for bad in ({"x": 1}, ["x"]):  # a cwd that is no string fails as it did (the record is skipped)
+        try:
+            ring.path("rel", bad)
+        except AttributeError:
+            pass
+        else:
+            raise AssertionError("a non-string cwd is not a folder")
+    assert ring.path("/abs", 5) == ring._path("/abs", None)  # an absolute path never reads the cwd

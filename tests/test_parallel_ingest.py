@@ -198,6 +198,7 @@ def _planted_in_workers(tmp_path, monkeypatch, n: int, planted: str, fault) -> t
     # earlier tests may leave a Python thread running (a joblib executor), which makes the pool
     # fall back to fresh processes; the planted failure needs forked workers
     monkeypatch.setattr(load_parallel, "start_method", lambda: "fork")
+    monkeypatch.setattr(load_parallel, "EARLY_BYTES", 0)  # every file is read by a worker
     logs = tmp_path / "logs"
     for i in range(n):
         t = Transcript(session_id=f"s{i}")
@@ -278,3 +279,58 @@ def test_a_worker_error_is_read_again_by_the_writer(tmp_path, monkeypatch):
     one, two = _planted_in_workers(tmp_path, monkeypatch, 6, "s03.jsonl", planted)
     assert one == two and two["sessions"] == 6 and not two["failed"]
     assert _tables(tmp_path / "j1.duckdb") == _tables(tmp_path / "j2.duckdb")
+
+
+def test_the_early_reader_reads_the_first_files_while_the_tokenizer_loads(tmp_path, monkeypatch):
+    """A new database with --jobs 2: a process forked before the tokenizer loads reads the first
+    files meanwhile (this process counts their tokens), the workers the rest; if it dies, this
+    process reads its share. The database equals --jobs 1's every way."""
+    import os
+
+    import pytest
+
+    from replay.ingest.readers import claude_code
+    from replay.store import load_parallel
+
+    if "fork" not in __import__("multiprocessing").get_all_start_methods():
+        pytest.skip("the early reader is forked; this platform cannot fork")
+    monkeypatch.setattr(load_parallel, "start_method", lambda: "fork")  # as in _planted_in_workers
+    logs = tmp_path / "logs"
+    for i in range(8):
+        t = Transcript(session_id=f"s{i}")
+        t.user(f"task {i} " * 40)
+        t.assistant(f"m{i}", [text(f"answer {i} " * 30)], usage(write=10))
+        t.write_jsonl(logs / f"s{i:02d}.jsonl")
+    master = load_or_create_master_key(tmp_path / "key")
+    one = ingest([logs], tmp_path / "j1.duckdb", master_key=master, jobs=1).as_dict()
+    share = sum(f.stat().st_size for f in sorted(logs.iterdir())[:3])
+    monkeypatch.setattr(load_parallel, "EARLY_BYTES", share)  # the first three files
+    real = load_parallel._read_early
+    r, w = os.pipe()
+
+    def early(conn, units, *a):  # says, from the early reader's process, which files it reads
+        os.write(w, ",".join(u.main.name for u in units).encode())
+        return real(conn, units, *a)
+
+    monkeypatch.setattr(load_parallel, "_read_early", early)
+    loaded = []  # the files read in this process
+    monkeypatch.setattr(claude_code, "read_session", _noting(claude_code.read_session, loaded))
+    two = ingest([logs], tmp_path / "j2.duckdb", master_key=master, jobs=2).as_dict()
+    shared = os.read(r, 1000).decode()
+    os.close(r), os.close(w)
+    assert shared == "s00.jsonl,s01.jsonl,s02.jsonl" and not loaded
+    monkeypatch.setattr(load_parallel, "_read_early", lambda conn, *a: os._exit(1))  # it dies at once
+    three = ingest([logs], tmp_path / "j3.duckdb", master_key=master, jobs=2).as_dict()
+    assert loaded == ["s00.jsonl", "s01.jsonl", "s02.jsonl"]  # its share, read here
+    for d in (one, two, three):
+        d.pop("seconds")
+    assert one == two == three and one["sessions"] == 8
+    assert _tables(tmp_path / "j1.duckdb") == _tables(tmp_path / "j2.duckdb") == _tables(tmp_path / "j3.duckdb")
+
+
+def _noting(f, names: list):
+    def g(main, *a, **k):
+        names.append(main.name)
+        return f(main, *a, **k)
+
+    return g

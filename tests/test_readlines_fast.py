@@ -45,19 +45,27 @@ _line_text = st.lists(_piece, max_size=4).map("".join)
 @st.composite
 def reads(draw):
     """Read results: numbered runs (either format, padded or not, wide numbers), gaps, tails."""
-    first = draw(st.sampled_from([1, 7, 98, 99_998, 999_999]))
+    first = draw(st.sampled_from([1, 7, 98, 99_998, 999_999, 999_999_998]))
     tab = draw(st.booleans())
     width = draw(st.integers(0, 7))
     lines = []
     n = first
     for _ in range(draw(st.integers(0, 12))):
-        kind = draw(st.sampled_from(["ok", "ok", "ok", "gap", "wide", "junk"]))
+        kind = draw(st.sampled_from(["ok", "ok", "ok", "gap", "wide", "junk", "zeros", "digits", "sep", "cr"]))
         if kind == "gap":
             n += 2
         sep = "\t" if tab else "→"
         num = f"{n}" if tab else f"{n:>{width}}"
         if kind == "wide":
             num = " " * draw(st.integers(0, 3)) + f"{n}"
+        elif kind == "zeros":  # int() reads them, str(n) does not write them
+            num = f"{n:0{width + 1}d}"
+        elif kind == "digits":  # other decimal digits, which int() reads too
+            num = f"{n}".translate(str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩"))
+        elif kind == "sep":
+            sep = "→" if tab else "\t"
+        elif kind == "cr":
+            sep += "\r"
         line = f"{num}{sep}{draw(_line_text)}" if kind != "junk" else draw(_line_text)
         lines.append(line)
         n += 1
@@ -101,3 +109,20 @@ def test_cached_line_hashes_equal_hashing_each_line(monkeypatch):
     assert h.hashes(many) == _uncached(keys, many)
     assert h.hashes(lines) == _uncached(keys, lines)
     assert len(readlines.LineHasher._caches[keys.dataset_key[:64]]) < 40
+
+
+def test_whole_reads_are_remembered_by_their_content_hash(monkeypatch):
+    keys = Keyring.for_dataset(b"r" * 32, "reads")
+    h = LineHasher(keys)
+    text = "\n".join(f"{n:>6}→line {n}" for n in range(1, 30)) + "\n<system-reminder>x</system-reminder>"
+    want = (1, _uncached(keys, [f"line {n}" for n in range(1, 30)]))
+    calls = []
+    monkeypatch.setattr(readlines, "numbered_lines", lambda t: calls.append(t) or numbered_lines(t))
+    first = h.numbered(text, "hash-a")
+    again = h.numbered(text, "hash-a")
+    assert first == again == want and first[1] is not again[1] and len(calls) == 1  # cut once, copies handed out
+    assert h.numbered("no numbers", "hash-b") is None and h.numbered("no numbers", "hash-b") is None
+    assert h.numbered(text) == want and len(calls) == 3  # no hash given: not remembered
+    monkeypatch.setattr(LineHasher, "READS_LINES", 40)  # the next one overflows: the memory starts again
+    assert h.numbered(text.replace("line 1\n", "line one\n"), "hash-c")[1][0] == _uncached(keys, ["line one"])[0]
+    assert set(LineHasher._reads[keys.dataset_key[:64]]) == {"hash-c"}

@@ -41,7 +41,8 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
     from it. A --db that is not a DuckDB file (a log, CSV or Parquet file) is refused before
     anything is read. Exits 1 when no given
     file could be used. A --key-file (or $CTXREPLAY_KEY_FILE) must exist: only the default
-    key is created on first use. --jobs N reads files in N processes; the result is the same.
+    key is created on first use. --jobs N reads files in N processes (into a new database, with N > 1, one
+    more reads the first files while the tokenizer loads); the result is the same.
     """
     from replay import store
     from replay.ingest.keys import open_master_key

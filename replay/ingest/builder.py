@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from replay.ingest import checks
+from replay.ingest import tokens as tokenizer
 from replay.ingest.blocktext import canonical_json, tool_use_text
 from replay.ingest.identifiers import kept_tool_name, kept_version
 from replay.ingest.keys import Keyring
-from replay.ingest.readlines import LineHasher, is_preview, numbered_lines
+from replay.ingest.readlines import LineHasher, is_preview
 from replay.ingest.readers.report import ReadReport
 from replay.ingest.tokens import count_many, image_tokens
 from replay.ingest.trace import CLIENT_EVENTS, SessionTrace
@@ -35,6 +36,18 @@ _NO_TOOL = (None, None, None, None, None, None)
 COUNT_BATCH_CHARS = 4_000_000  # block text held for one token-counting batch
 MAX_BLOCK_TOKENS = 2**31 - 1
 _PSEUDONYM_PREFIX = {"model": "model", "tool_name": "tool", "agent_version": "version", "trigger": "trigger"}
+
+
+def token_counts(bpe: list[int], extra: list[int], override: list[int | None]) -> list[int]:
+    """Each block's tokens: its count from the log, else its BPE count, plus its images' estimate."""
+    return [(ov if ov is not None else c) + e for c, e, ov in zip(bpe, extra, override)]
+
+
+def count_uncounted(tr: SessionTrace) -> None:
+    """Fill the token counts of a trace read where counting was deferred (`SessionTrace.uncounted`)."""
+    texts, extra, override = tr.uncounted
+    tr.blocks["tokens"] = token_counts(count_many(texts), extra, override)
+    tr.uncounted = None
 
 
 class Stream:
@@ -223,7 +236,10 @@ class TraceBuilder:
             self.token_override[row] = tokens
 
     def count_pending(self) -> None:
-        """Token-count the blocks added since the last batch and drop their texts."""
+        """Token-count the blocks added since the last batch and drop their texts (kept whole
+        where counting is deferred: `replay.ingest.tokens.DEFER`)."""
+        if tokenizer.DEFER:
+            return
         start, end = self.counted, len(self.texts)
         if start < end:
             self.counts[start:end] = count_many(self.texts[start:end])
@@ -264,18 +280,19 @@ class TraceBuilder:
             args_hash=ah, is_error=is_error,
         )
         if kind == "read" and not is_error:
-            self._read_lines(st, row, text)
+            # the block's hash is the text's own when there is no image (else it covers them too)
+            self._read_lines(st, row, text, None if images else self.trace.blocks["content_hash"][row])
         return row
 
-    def _read_lines(self, st: Stream, row: int, text: str) -> None:
+    def _read_lines(self, st: Stream, row: int, text: str, content_hash: str | None = None) -> None:
         """Keyed hashes of a read result's numbered lines, or the mark of a client preview."""
         if is_preview(text):
             first, hashes, preview = None, [], True
         else:
-            got = numbered_lines(text)
-            if got is None or not got[1] or checks.small_int(got[0] + len(got[1])) is None:
+            got = self.line_hasher.numbered(text, content_hash)
+            if got is None or checks.small_int(got[0] + len(got[1])) is None:
                 return
-            first, hashes, preview = got[0], self.line_hasher.hashes(got[1]), False
+            first, hashes, preview = got[0], got[1], False
         _append(self.trace.read_lines, {"session_key": None, "stream_id": st.sid, "pos": self.trace.blocks["pos"][row],
                                         "first_line": first, "line_hashes": hashes, "preview": preview})
 
@@ -377,11 +394,12 @@ class TraceBuilder:
         tr = self.trace
         if tr.n_blocks == 0 and tr.n_requests == 0:
             return None
-        self.count_pending()
-        counts, self.counts, self.texts = self.counts, [], []
-        tr.blocks["tokens"] = [
-            (ov if ov is not None else c) + e for c, e, ov in zip(counts, self.extra_tokens, self.token_override)
-        ]
+        if tokenizer.DEFER:  # counted by the process that has the tokenizer
+            tr.uncounted = (self.texts, self.extra_tokens, self.token_override)
+        else:
+            self.count_pending()
+            tr.blocks["tokens"] = token_counts(self.counts, self.extra_tokens, self.token_override)
+        self.counts, self.texts = [], []
         skey = self.keys.short("session", tr.session["file_key"] + "\0" + primary, 16)
         for table in (tr.blocks, tr.requests, tr.compactions, tr.read_lines):
             table["session_key"] = [skey] * len(table["session_key"])

@@ -140,6 +140,7 @@ def _create_key(path: Path) -> bytes:
 # any length and number cost bounded memory
 _SHORT_MEMO: dict[bytes, dict[tuple[str, str, int], str]] = {}
 _SHORT_MEMO_MAX = 200_000
+_PATH_MEMO: dict[bytes, dict[tuple[str, str | None], str]] = {}  # `Keyring.path`'s, as bounded
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,20 @@ class Keyring:
         """
         if not path:
             return ""
+        if not isinstance(path, str) or not isinstance(cwd, (str, type(None))):
+            return self._path(path, cwd)  # fails as it always did (a reader skips the record)
+        # memoized per key as `short` is: a session names the same files and folders again and again
+        memo = _PATH_MEMO.get(self.dataset_key)
+        if memo is None or len(memo) >= _SHORT_MEMO_MAX:
+            memo = _PATH_MEMO[self.dataset_key] = {}
+        out = memo.get((path, cwd))
+        if out is None:
+            out = self._path(path, cwd)
+            if len(path) + len(cwd or "") <= 1024:
+                memo[(path, cwd)] = out
+        return out
+
+    def _path(self, path: str, cwd: str | None) -> str:
         p = path.replace("\\", "/")
         if not p.startswith("/") and not p.startswith("~") and cwd:
             p = posixpath.join(cwd.replace("\\", "/"), p)

@@ -25,8 +25,8 @@ from __future__ import annotations
 import hashlib
 import re
 import struct
-from itertools import repeat
-from operator import add, getitem
+from itertools import compress, repeat
+from operator import getitem, is_
 
 from replay.ingest.keys import Keyring
 
@@ -72,18 +72,14 @@ def numbered_lines(text: str) -> tuple[int, list[str]] | None:
         return None
     first = int(m.group(1))
     lines = text.split("\n")
-    # every line's prefix is known once the first one's format is: the lines that carry theirs
-    # are found by one map over all of them, not a regex or a call per line (this runs for every
-    # line of every read at ingest); the rest goes line by line from the first that does not
-    numbers = map(str, range(first, first + len(lines)))
-    if text[m.end() - 1] == "\t":
-        prefixes = list(map(add, numbers, repeat("\t")))
-    else:
-        width = m.end() - 1  # the padded number before the arrow
-        prefixes = list(map(add, map(str.rjust, numbers, repeat(width)), repeat("→")))
+    # every line's prefix is known once the first one's format is: the lines that carry theirs are
+    # found by one map over all of them, not a regex or a call per line (this runs for every line of
+    # every read at ingest); the rest goes line by line from the first that does not
+    sep = text[m.end() - 1]
+    prefixes, cuts = _prefixes(0 if sep == "\t" else m.end() - 1, sep, first, len(lines))
     ok = list(map(str.startswith, lines, prefixes))
     k = ok.index(False) if False in ok else len(lines)
-    out = list(map(getitem, lines[:k], map(slice, map(len, prefixes[:k]), repeat(None))))
+    out = list(map(getitem, lines[:k], cuts[:k]))
     n = first + k
     for line in lines[k:]:
         p = prefixes[n - first]
@@ -98,6 +94,29 @@ def numbered_lines(text: str) -> tuple[int, list[str]] | None:
     return first, out
 
 
+# the line prefixes of each format (padding width, separator), and the slices that cut them off,
+# for the line numbers below _CACHED_LINES: made once per process, not once per read
+_PREFIX_CACHE: dict[tuple[int, str], tuple[list[str], list[slice]]] = {}
+_CACHED_LINES = 4096  # Claude Code's Read returns 2,000 lines unless asked for more
+_CACHED_WIDTH = 12
+
+
+def _prefixes(width: int, sep: str, first: int, n: int) -> tuple[list[str], list[slice]]:
+    """The prefixes of lines ``first`` to ``first + n - 1`` (the number padded to ``width``, then
+    ``sep``) and a slice that cuts each off its line."""
+    end = first + n
+    fmt = f"{{:>{width}}}{sep}".format if width else f"{{}}{sep}".format
+    if end > _CACHED_LINES or width > _CACHED_WIDTH:
+        prefixes = list(map(fmt, range(first, end)))
+        return prefixes, list(map(slice, map(len, prefixes), repeat(None)))
+    prefixes, cuts = _PREFIX_CACHE.setdefault((width, sep), ([], []))
+    if len(prefixes) < end:
+        more = list(map(fmt, range(len(prefixes), min(_CACHED_LINES, max(end, 2 * len(prefixes))))))
+        prefixes += more
+        cuts += map(slice, map(len, more), repeat(None))
+    return prefixes[first:end], cuts[first:end]
+
+
 class LineHasher:
     """Keyed 64-bit hashes of lines (blake2b with the dataset key, as every content hash), as
     signed integers (a BIGINT list in the store).
@@ -110,17 +129,43 @@ class LineHasher:
     CACHE_CHARS = 16_000_000
     _caches: dict[bytes, dict[str, int]] = {}
     _chars: dict[bytes, int] = {}
+    # whole read results (by their content hash) -> what `numbered` answered, up to READS_LINES
+    # line hashes per key: a result read again unchanged (about a fifth of entire-cli's read
+    # lines) is neither cut into lines nor looked up line by line
+    READS_LINES = 2_000_000
+    _reads: dict[bytes, dict[str, tuple[int, list[int]] | None]] = {}
+    _reads_lines: dict[bytes, int] = {}
 
     def __init__(self, keys: Keyring):
         self._key = keys.dataset_key[:64]
         self._base = hashlib.blake2b(digest_size=8, key=self._key, person=LINE_HASH_PERSON)
         self._cache = self._caches.setdefault(self._key, {})
 
+    def numbered(self, text: str, content_hash: str | None = None) -> tuple[int, list[int]] | None:
+        """(first line number, the hashes of the consecutively numbered lines) of a read's result
+        (`numbered_lines`), None when it shows none; remembered by ``content_hash`` (the keyed hash
+        of ``text``) when given."""
+        reads = self._reads.setdefault(self._key, {})
+        if content_hash is not None and content_hash in reads:
+            got = reads[content_hash]
+            return None if got is None else (got[0], list(got[1]))
+        lines = numbered_lines(text)
+        got = None if lines is None or not lines[1] else (lines[0], self.hashes(lines[1]))
+        if content_hash is not None:
+            n = self._reads_lines.get(self._key, 0) + 1 + (len(got[1]) if got else 0)
+            if n > self.READS_LINES:
+                reads.clear()
+                n = 1 + (len(got[1]) if got else 0)
+            self._reads_lines[self._key] = n
+            reads[content_hash] = None if got is None else (got[0], list(got[1]))
+        return got
+
     def hashes(self, lines: list[str]) -> list[int]:
         cache = self._cache
         out = list(map(cache.get, lines))
         if None in out:
-            new = list(dict.fromkeys(line for line, h in zip(lines, out) if h is None))
+            # C-level maps over every line; the Python loop below runs once per line never seen
+            new = list(dict.fromkeys(compress(lines, map(is_, out, repeat(None)))))
             chars = self._chars.get(self._key, 0) + sum(map(len, new)) + 50 * len(new)  # with each entry's overhead
             if chars > self.CACHE_CHARS:
                 cache.clear()
@@ -134,5 +179,5 @@ class LineHasher:
                 h.update(line.encode("utf-8", "surrogatepass"))
                 digests.append(h.digest())
             cache.update(zip(new, struct.unpack(f">{len(digests)}q", b"".join(digests))))
-            out = [cache[line] for line in lines]
+            out = list(map(cache.__getitem__, lines))
         return out

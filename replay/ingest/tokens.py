@@ -24,6 +24,10 @@ IMAGE_TOKENS_CAP = 1600
 
 # Threads for the Rust counter; 0 = all cores. Benchmarks set 1 to measure one core.
 THREADS = 0
+# Set in a process that reads files while another loads the tokenizer (its Rust constructor holds
+# the GIL for about 1 s, so no thread can read meanwhile): block texts are left uncounted, for the
+# process that loaded it (`replay.ingest.trace.SessionTrace.uncounted`).
+DEFER = False
 
 
 def count_many(texts: Sequence[str]) -> list[int]:

@@ -125,6 +125,10 @@ class SessionTrace:
     # The session as the log names it (keyed hash of its session id, equal to ``session_id``),
     # None when the log gives no id: copies of one session at several paths share it. Not a column.
     identity: str | None = None
+    # (block texts, image tokens, counts from the log) of a trace read where token counting was
+    # deferred (`replay.ingest.tokens.DEFER`): ``blocks["tokens"]`` is filled from them
+    # (`replay.ingest.builder.count_uncounted`) before it is checked or stored. Not a column.
+    uncounted: tuple[list[str], list[int], list[int | None]] | None = None
 
     @property
     def n_blocks(self) -> int:

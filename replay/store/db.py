@@ -60,10 +60,10 @@ def _arrow_table(cols: tuple[str, ...], data: dict[str, list]):
     """Column lists as an Arrow table of the store's types: DuckDB scans it without a copy
     (on the shared entire-cli corpus, 0.1 s for what took 1.0 s sent as JSON text through
     ``from_json``). pyarrow is imported here, not at start-up: only a write needs it."""
-    import pyarrow as pa
+    from replay.store import arrow
 
-    types = {_I: pa.int32(), _B: pa.int64(), _S: pa.string(), _T: pa.bool_(), "BIGINT[]": pa.list_(pa.int64())}
-    return pa.table({c: pa.array(data[c], type=types[_TYPES[c]]) for c in cols})
+    kinds = {_I: "int32", _B: "int64", _S: "string", _T: "bool", "BIGINT[]": "int64[]"}
+    return arrow.table({c: arrow.column(data[c], kinds[_TYPES[c]]) for c in cols})
 
 
 def now() -> datetime:
@@ -273,6 +273,16 @@ def check_trace(trace: SessionTrace) -> None:
                     raise ValueError(f"{table}.{c}: {e}") from None
 
 
+def _replaces_any(con, batch: list[PendingFile]) -> bool:
+    """Whether a stored session may be replaced or kept by the batch: one query for all its files
+    (a superset of the per-file queries `write_sessions` makes when it is so), not two per file."""
+    keys = [p.trace.session["session_key"] for p in batch if p.trace is not None and p.duplicate_of is None]
+    return con.execute(
+        "SELECT count(*) FROM sessions WHERE session_key IN (SELECT unnest(?)) "
+        "OR (file_key IN (SELECT unnest(?)) AND dataset IN (SELECT unnest(?)))",
+        [keys, [p.file_key for p in batch], sorted({p.dataset for p in batch})]).fetchall()[0][0] > 0
+
+
 def write_sessions(con, batch: list[PendingFile]) -> dict[str, str]:
     """Write several files' sessions in one transaction, each replacing its previous version.
 
@@ -287,7 +297,7 @@ def write_sessions(con, batch: list[PendingFile]) -> dict[str, str]:
         return {}
     kept: dict[str, str] = {}
     with transaction(con):
-        for p in batch:
+        for p in batch if _replaces_any(con, batch) else ():
             rows = con.execute(
                 "SELECT session_key, session_id FROM sessions WHERE dataset = ? AND file_key = ?",
                 [p.dataset, p.file_key]).fetchall()

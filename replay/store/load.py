@@ -17,38 +17,22 @@ file replaces its earlier version, and the summary names the copies (`duplicate_
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from replay import store
-from replay.store.db import check_trace, refuse_foreign
-from replay.ingest import trace as trace_format
+from replay.store.db import refuse_foreign
 from replay.ingest.keys import Keyring, load_or_create_master_key
-from replay.ingest.readers.report import FileError, ReadReport
-from replay.ingest.readers.source import damaged_gzip, open_log
+from replay.ingest.readers.report import ReadReport
 from replay.store import statsig
 from replay.store.discovery import LOG_SUFFIXES, SKIP_NAMES, Unit, discover, not_regular  # noqa: F401 (re-exported)
+from replay.store.readunit import Parsed, complete, hash_unit, parse_unit, reader_for  # noqa: F401 (re-exported)
 from replay.ingest.tokens import COUNTER
-
-
-def reader_for(records):
-    """The reader module for a log, from its content: a Gemini chat document, else its first 50 records.
-
-    The readers are imported here, not with this module: an ingest that finds nothing new never loads them."""
-    from replay.ingest.readers import claude_code, codex, copilot, gemini, gemini_chat
-
-    if gemini_chat.sniff_document(records):
-        return gemini_chat
-    head = records.head(50)
-    for mod in (codex, copilot, gemini):  # tried in this order; Claude Code is the fallback
-        if mod.sniff(head):
-            return mod
-    return claude_code
 
 
 @dataclass
@@ -130,10 +114,19 @@ def ingest(
     summary.files = sum(1 + len(u.subagents) for u in units)
     master = master_key if master_key is not None else load_or_create_master_key(key_file)
     keys = Keyring.for_dataset(master, dataset)
-    from replay.store.load_parallel import Workers, read_in_parallel
+    from replay.store.load_parallel import EarlyReader, Workers, read_in_parallel, start_method
 
     fresh = not Path(db).exists()  # every file will be parsed
-    with Workers.start(keys, dataset, min(jobs, len(units)), preload=fresh) as workers:  # before the database is opened
+    jobs = min(jobs, len(units))
+    early = None
+    if fresh and jobs > 1 and Path(db).parent.is_dir() and start_method() == "fork":
+        # the first files are read while the tokenizer loads, by a process forked before (the load
+        # holds this one for about 1 s); the workers are forked after it, to inherit the tokenizer
+        early = EarlyReader.start(units, keys, dataset)
+    with contextlib.ExitStack() as stack:
+        if early is not None:
+            stack.callback(early.close)
+        workers = stack.enter_context(Workers.start(keys, dataset, jobs, preload=fresh))  # before the database is opened
         # the whole-database check (every table read) is for a run that will write: a tree found
         # unchanged by its files' stat writes nothing, and is answered without it
         con = store.connect(db, verify="before_write")
@@ -145,7 +138,7 @@ def ingest(
             if on_total:
                 on_total(sum(u.size for u in units))
             if workers is not None:
-                read_in_parallel(run, units, workers, on_progress)
+                read_in_parallel(run, units, workers, on_progress, early)
             else:
                 for unit in units:
                     item = run.read(unit)
@@ -162,37 +155,10 @@ def ingest(
 
 
 BATCH_SECONDS = 2.0
-# test hooks (crash-safety test): per-file delay, a note per committed batch, the batch size
-_SLOW_MS = int(os.environ.get("CTXREPLAY_INGEST_SLOW_MS", "0") or 0)
+# test hooks (crash-safety test): a note per committed batch, the batch size
 _TRACE_FILE = os.environ.get("CTXREPLAY_INGEST_TRACE")
 _BATCH = int(os.environ.get("CTXREPLAY_INGEST_BATCH_BLOCKS", "0") or 0)
 
-
-
-def hash_unit(unit: Unit, keys: Keyring) -> tuple[str, int, dict[Path, int]]:
-    """(keyed content hash, size, bytes per file) of a unit's files, read in chunks: the trace
-    revision (``trace.TRACE_REVISION``; revision 1 hashed the bytes alone), the main file, then
-    each subagent file (sorted) after ``\\0sub\\0``."""
-    h = keys.hasher()
-    if trace_format.TRACE_REVISION > 1:
-        h.update(b"ctxreplay-trace-revision\0%d\0" % trace_format.TRACE_REVISION)
-    sizes: dict[Path, int] = {}
-    total = 0
-    for i, path in enumerate([unit.main, *sorted(unit.subagents)]):
-        if i:
-            h.update(b"\0sub\0")
-            total += 5
-        n = 0
-        with open_log(path) as fh:
-            try:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk)
-                    n += len(chunk)
-            except (EOFError, zlib.error) as e:  # a truncated or damaged gzip log fails alone
-                raise damaged_gzip(path, e) from e
-        sizes[path] = n
-        total += n
-    return h.hexdigest(), total, sizes
 
 
 class _Run:
@@ -240,7 +206,22 @@ class _Run:
         if latest is None:
             return None
         return self.finish(unit, file_key, latest, content_hash, size,
-                           parse_unit(unit, self.keys, self.dataset, file_key, sizes), sig)
+                           complete(unit, parse_unit(unit, self.keys, self.dataset, file_key, sizes)), sig)
+
+    def take(self, unit: Unit, file_key: str, sig: str | None, content_hash: str | None, size: int,
+             parsed: Parsed) -> store.PendingFile | None:
+        """A unit read by the early reader (`replay.store.load_parallel.EarlyReader`), taken in its turn as `read`
+        takes one."""
+        self.file_key(unit)
+        if self.same_stat(file_key, sig):
+            return None
+        if content_hash is None:  # it could not be read
+            self.summary.failed.append(parsed.failure)
+            return None
+        latest = self.check(file_key, content_hash, size, sig)
+        if latest is None:
+            return None
+        return self.finish(unit, file_key, latest, content_hash, size, complete(unit, parsed), sig)
 
     def same_stat(self, file_key: str, sig: str | None) -> bool:
         """Whether the file's latest version was stored with this stat signature: unchanged (counted), not hashed."""
@@ -428,54 +409,3 @@ class _Run:
 
     def _name(self, file_key: str) -> str:
         return self.paths.get(file_key) or f"a file ingested earlier (file key {file_key})"
-
-
-@dataclass
-class Parsed:
-    """One unit read into a trace (``failure``: (path, reason) when it could not be)."""
-
-    trace: object = None
-    agent: str = ""
-    report: ReadReport = field(default_factory=ReadReport)
-    failure: tuple[str, str] | None = None
-    merge_report: bool = False  # a failed file's line counts still go to the summary
-
-
-def parse_unit(unit: Unit, keys: Keyring, dataset: str, file_key: str, sizes: dict[Path, int]) -> Parsed:
-    """Read one unit (the bytes hashed, ``sizes``) into a checked trace; any problem fails this
-    file alone. Its messages name the files as the user gave them (not their symlink targets)."""
-    parsed = _read_unit(unit, keys, dataset, file_key, sizes)
-    if unit.found:
-        parsed.report.messages[:] = [unit.shown_message(m) for m in parsed.report.messages]
-        if parsed.failure is not None:
-            parsed.failure = (unit.shown(parsed.failure[0]), parsed.failure[1])
-    return parsed
-
-
-def _read_unit(unit: Unit, keys: Keyring, dataset: str, file_key: str, sizes: dict[Path, int]) -> Parsed:
-    from replay.ingest.readers.source import Records
-
-    report = ReadReport()
-    if _SLOW_MS:
-        time.sleep(_SLOW_MS / 1000)
-    subs = sorted(unit.subagents)
-    try:
-        records = Records(unit.main, report, limit=sizes[unit.main])
-        reader = reader_for(records)
-        trace = reader.read_session(unit.main, keys, dataset, file_key, report, subagent_files=subs,
-                                    records=records, limits=sizes)
-    except FileError as e:
-        return Parsed(report=report, failure=(str(unit.main), str(e)), merge_report=True)
-    except OSError as e:
-        return Parsed(report=report, failure=(str(e.filename or unit.main), f"cannot read: {e.strerror or e}"))
-    except Exception as e:  # a reader bug must not cost the user the other files
-        return Parsed(report=report, failure=(
-            str(unit.main), f"internal error while reading ({type(e).__name__}: {e}); please report"))
-    if trace is not None:
-        try:
-            check_trace(trace)
-        except Exception as e:  # a value that does not fit its column: this file fails alone
-            return Parsed(report=report, failure=(
-                str(unit.main), f"a value does not fit the trace ({type(e).__name__}: {str(e)[:80]}); please report"))
-    return Parsed(trace, reader.AGENT, report)
-

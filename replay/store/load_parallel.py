@@ -15,6 +15,10 @@ spawned. The content hashes stored when the ingest began reach them through a te
 file, written once the database is read (a file they cannot read only costs a parse the
 writer then discards). Once every file is submitted, the writer writes its pending batch
 while it waits for the last results, so that little is left to write after the last one.
+
+A new database has every file parsed, and the tokenizer loaded first (about 1 s, in which its
+Rust constructor holds the GIL): an `EarlyReader`, forked before that, reads the first files
+meanwhile and leaves their token counting to the writer; the workers are forked after it.
 """
 
 from __future__ import annotations
@@ -25,11 +29,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from replay.ingest import tokens
 from replay.ingest.keys import Keyring
 from replay.store import statsig
-from replay.store.load import Parsed, Unit, hash_unit, parse_unit
+from replay.store.load import Parsed, Unit, complete, hash_unit, parse_unit
 
 if TYPE_CHECKING:
+    from replay import store
     from replay.store.load import _Run
 
 _W: dict = {}  # a worker's keyring, dataset and the content hashes stored when the ingest started
@@ -49,8 +55,6 @@ def start_method() -> str:
 
 def _worker_init(keys: Keyring, dataset: str, known_path: str | None) -> None:
     import signal
-
-    from replay.ingest import tokens
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle
     for name in ("SIGTERM", "SIGHUP"):  # a forked worker inherits the writer's handlers: it just stops
@@ -78,14 +82,110 @@ def _known() -> set[str]:
 
 def _worker_read(unit: Unit, file_key: str, latest: int, latest_hash: str | None):
     """(hash, size, parse or None) of one unit; not parsed when unchanged or already stored when the run began."""
-    keys, dataset = _W["keys"], _W["dataset"]
+    return _read(unit, _W["keys"], _W["dataset"], file_key, latest, latest_hash, _known)
+
+
+def _read(unit: Unit, keys: Keyring, dataset: str, file_key: str, latest: int, latest_hash: str | None,
+          known: Callable[[], set[str]]):
     try:
         content_hash, size, sizes = hash_unit(unit, keys)
     except OSError as e:
         return None, 0, Parsed(failure=(str(e.filename or unit.main), f"cannot read: {e.strerror or e}"))
-    if latest_hash == content_hash or (latest == 0 and content_hash in _known()):
+    if latest_hash == content_hash or (latest == 0 and content_hash in known()):
         return content_hash, size, None  # skipped by the writer too (what is stored only grows)
     return content_hash, size, parse_unit(unit, keys, dataset, file_key, sizes)
+
+
+EARLY_BYTES = 32 << 20  # of logs read by the early reader: about as long as the tokenizer takes to load
+EARLY_FILE = 8 << 20  # a larger file ends its share
+
+
+class EarlyReader:
+    """A process, forked before the tokenizer loads, that reads the first units of a new database
+    meanwhile (the tokenizer's Rust constructor holds the GIL for about 1 s: no thread of this
+    process can read then), leaving their token counts to this process (`replay.ingest.tokens.DEFER`).
+
+    Its results are taken in unit order (`take`); if it dies, this process reads the rest of its share."""
+
+    @classmethod
+    def start(cls, units: list[Unit], keys: Keyring, dataset: str) -> EarlyReader | None:
+        share, size = [], 0
+        for unit in units:
+            n = unit.size
+            if n > EARLY_FILE or size + n > EARLY_BYTES:
+                break
+            share.append(unit)
+            size += n
+        return cls(share, keys, dataset) if share else None
+
+    def __init__(self, share: list[Unit], keys: Keyring, dataset: str):
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        self.n, self.taken = len(share), 0
+        self.got: list = []
+        self.conn, child = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_read_early, args=(child, share, keys, dataset), daemon=True)
+        try:
+            self.proc.start()
+        finally:
+            child.close()
+
+    def take(self, run: _Run, unit: Unit) -> store.PendingFile | None:
+        """The next unit of its share, as `_Run.read` would have read it."""
+        k, self.taken = self.taken, self.taken + 1
+        while len(self.got) <= k:
+            try:
+                self.got.append(self.conn.recv())
+            except (EOFError, OSError):  # it died: the rest of its share is read here
+                self.got.extend([None] * (self.n - len(self.got)))
+        got, self.got[k] = self.got[k], None
+        return run.read(unit) if got is None else run.take(unit, *got)
+
+    def close(self) -> None:
+        self.conn.close()
+        if self.proc.is_alive():
+            self.proc.terminate()
+        self.proc.join()
+
+
+def _read_early(conn, share: list[Unit], keys: Keyring, dataset: str) -> None:
+    """The early reader's work: each unit hashed and read, sent in order by a thread of its own
+    (this process's reading is not held up while the pipe waits for the loading one)."""
+    import queue
+    import signal
+    import threading
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+    tokens.DEFER = True
+    out: queue.Queue = queue.Queue()
+    gone = threading.Event()  # the writer stopped listening: nothing more is worth reading
+
+    def send() -> None:
+        try:
+            while (item := out.get()) is not None:
+                conn.send(item)
+        except OSError:  # the writer closed its end (it failed, or was stopped)
+            gone.set()
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    try:
+        for unit in share:
+            if gone.is_set():
+                break
+            file_key = keys.short("file", str(unit.main), 16)
+            sig = statsig.signature(unit, keys)  # before hashing, as `_Run.read` takes it
+            out.put((file_key, sig, *_read(unit, keys, dataset, file_key, 0, None, set)))
+    except BaseException:  # noqa: S110 - quietly: the writer reads what was not sent (it sees the pipe close)
+        pass
+    finally:
+        out.put(None)
+        sender.join()
+        conn.close()
 
 
 class Workers:
@@ -122,8 +222,6 @@ class Workers:
             from replay.ingest.readers import claude_code, codex, copilot, gemini, gemini_chat  # noqa: F401
 
             if preload:
-                from replay.ingest import tokens
-
                 tokens.preload()
         self.jobs = jobs
         self.reading = False  # files were submitted (an interrupted run then does not wait for them)
@@ -175,6 +273,7 @@ class Workers:
 
 
 _UNCHANGED = object()  # a window entry whose file is unchanged by its stat: counted, not read
+_EARLY = object()  # a window entry the early reader reads
 WINDOW_FILES = 32  # files submitted ahead of the writer, per worker: they keep busy while it writes a batch
 WINDOW_BYTES = 64 << 20  # ... and at most this many log bytes per worker (a trace is a few % of its log)
 
@@ -185,8 +284,9 @@ def full(files: int, size: int, jobs: int) -> bool:
 
 
 def read_in_parallel(run: _Run, units: list[Unit], workers: Workers,
-                     on_progress: Callable[[int, str], None] | None) -> None:
-    """`ingest`'s loop with reading in the worker processes, results taken in unit order (a bounded window ahead)."""
+                     on_progress: Callable[[int, str], None] | None, early: EarlyReader | None = None) -> None:
+    """`ingest`'s loop with reading in the worker processes, results taken in unit order (a bounded
+    window ahead); the first units from the ``early`` reader, when there is one."""
     from collections import deque
     from concurrent.futures.process import BrokenProcessPool
 
@@ -194,18 +294,22 @@ def read_in_parallel(run: _Run, units: list[Unit], workers: Workers,
     workers.reading = True
     workers.set_known(run.known)
     window: deque = deque()
-    todo = iter(units)
+    todo = iter(enumerate(units))
     broken = False
     drained = False  # every file submitted
-    ahead = [0]  # log bytes in the window
+    in_window = [0]  # log bytes in the window
     early_flush = False
 
     def submit() -> None:
         nonlocal broken, drained
-        for unit in todo:
+        for k, unit in todo:
             file_key = run.file_key(unit)
-            sig = statsig.signature(unit, run.keys)  # before hashing, as `_Run.read` does
             nbytes = unit.size
+            if early is not None and k < early.n:  # the early reader's: taken from it in turn
+                in_window[0] += nbytes
+                window.append((unit, file_key, _EARLY, nbytes, None))
+                continue
+            sig = statsig.signature(unit, run.keys)  # before hashing, as `_Run.read` does
             if run.same_stat(file_key, sig):  # unchanged: no worker needs to see it
                 window.append((unit, file_key, _UNCHANGED, nbytes, sig))
                 continue
@@ -214,9 +318,9 @@ def read_in_parallel(run: _Run, units: list[Unit], workers: Workers,
                 fut = None if broken else ex.submit(_worker_read, unit, file_key, latest, latest_hash)
             except BrokenProcessPool:  # a worker died: this file and the rest are read here
                 broken, fut = True, None
-            ahead[0] += nbytes
+            in_window[0] += nbytes
             window.append((unit, file_key, fut, nbytes, sig))
-            if not broken and full(len(window), ahead[0], jobs):
+            if not broken and full(len(window), in_window[0], jobs):
                 return
         drained = True
 
@@ -225,11 +329,14 @@ def read_in_parallel(run: _Run, units: list[Unit], workers: Workers,
         unit, file_key, fut, nbytes, sig = window.popleft()
         if fut is _UNCHANGED:
             item = None
+        elif fut is _EARLY:
+            in_window[0] -= nbytes
+            item = early.take(run, unit)
         elif broken:
-            ahead[0] -= nbytes
+            in_window[0] -= nbytes
             item = run.read(unit)
         else:
-            ahead[0] -= nbytes
+            in_window[0] -= nbytes
             if drained and not early_flush and not fut.done() and run.pending:
                 # every file is submitted and the workers are busy: write what is pending now, not after the
                 # last file (once: each batch costs a fixed time)
@@ -256,7 +363,7 @@ def read_in_parallel(run: _Run, units: list[Unit], workers: Workers,
                             except OSError as e:
                                 parsed = Parsed(failure=(str(e.filename or unit.main),
                                                           f"cannot read: {e.strerror or e}"))
-                        item = run.finish(unit, file_key, latest, content_hash, size, parsed, sig)
+                        item = run.finish(unit, file_key, latest, content_hash, size, complete(unit, parsed), sig)
         if not broken or not window:
             submit()  # once broken, the files not yet submitted are queued unread (read here)
         if item is not None:

@@ -42,6 +42,9 @@ DOCUMENT_ARRAYS = ("messages",)  # top-level arrays of a JSON object document th
 _OPEN = (b"[", b"{", b"[{", b"[ {")
 
 
+_PARSED_BYTES = 8 << 20  # of lines `head` keeps parsed for the next pass
+_SPACE = b" \t\n\r\x0b\x0c"  # what bytes.isspace() is made of
+
 COMPRESSED_SUFFIXES = (".gz", ".zip", ".bz2", ".xz", ".zst")
 LOG_NAMES = (".jsonl", ".json")
 
@@ -134,6 +137,11 @@ class Records:
         self.limit = limit
         self.meta: dict[str, Any] = {}
         self.bom = False
+        # JSONL lines parsed by `head` (line -> its values), taken by the next pass instead of parsed
+        # again: the format and the reader are sniffed from the first records, up to three times
+        self._parsed: dict[int, list] = {}
+        self._parsed_bytes = 0  # of the lines kept there (at most _PARSED_BYTES)
+        self._keep = False  # in `head`
         with self._open() as fh:
             self.bom = fh.read(len(BOM)) == BOM
         if self.bom and limit is not None:
@@ -203,10 +211,14 @@ class Records:
     def head(self, n: int = 50) -> list[Record]:
         """The first ``n`` records (for sniffing the format), nothing reported."""
         out = []
-        for item in self.iter(quiet=True):
-            out.append(item)
-            if len(out) >= n:
-                break
+        self._keep = True
+        try:
+            for item in self.iter(quiet=True):
+                out.append(item)
+                if len(out) >= n:
+                    break
+        finally:
+            self._keep = False
         return out
 
     def _skip(self, report: ReadReport | None, reason: str, line: int | None, detail: str) -> None:
@@ -228,40 +240,41 @@ class Records:
     def _jsonl(self, report: ReadReport | None) -> Iterator[Record]:
         """The records of a JSONL file, read in blocks: a line is parsed, then freed, before its record is yielded.
 
-        A line longer than a block grows in one bytearray (no second copy), so a 50 MB line
-        costs about its size plus its parsed value.
+        Blocks are read into one buffer and a line is parsed where it lies (no copy of each line,
+        no new block's memory to fault in); a line longer than a block grows in one bytearray (no
+        second copy), so a 50 MB line costs about its size plus its parsed value.
         """
         with self._open() as fh:
             left = self.limit
             carry = bytearray()
+            buf = bytearray(Buffer.BLOCK)
+            view = memoryview(buf)
             i = 0
             while True:
                 n = Buffer.BLOCK if left is None else min(Buffer.BLOCK, left)
-                block = fh.read(n) if n > 0 else b""
+                got = fh.readinto(view[:n]) if n > 0 else 0
                 if left is not None:
-                    left -= len(block)
-                if not block:
+                    left -= got
+                if not got:
                     break
-                lines = block.split(b"\n")
-                del block
-                if len(lines) == 1:  # inside a long line
-                    carry += lines.pop()
+                start, end = 0, buf.find(b"\n", 0, got)
+                if end < 0:  # inside a long line
+                    carry += view[:got]
                     continue
-                if carry:
-                    carry += lines[0]
-                    lines[0] = carry
-                    carry = bytearray()
-                tail = lines.pop()
-                for k in range(len(lines)):
-                    raw, lines[k] = lines[k], b""
+                while end >= 0:
+                    if carry:
+                        carry += view[:end]
+                        raw, carry = carry, bytearray()
+                    else:
+                        raw = view[start:end]
                     i += 1
                     recs = self._line(raw, report, i, True)
                     del raw
                     for rec in recs:
                         yield i, rec
                     del recs
-                carry += tail
-                del lines, tail
+                    start, end = end + 1, buf.find(b"\n", end + 1, got)
+                carry += view[start:got]
             if carry:
                 i += 1
                 recs = self._line(carry, report, i, False)
@@ -269,22 +282,33 @@ class Records:
                 for rec in recs:
                     yield i, rec
 
-    def _line(self, raw: bytes | bytearray, report: ReadReport | None, i: int, newline: bool) -> list[dict]:
+    def _line(self, raw: bytes | bytearray | memoryview, report: ReadReport | None, i: int, newline: bool) -> list[dict]:
         """The records on one JSONL line: usually one; none when blank or skipped (with its
         reason); several when complete objects follow one another on the line (counted in
         ``report.repaired`` as ``multi_object_line``)."""
-        if not raw or raw.isspace():  # not strip(): no copy of a long line
+        if not raw or (raw[0] in _SPACE and bytes(raw).isspace()):  # not strip(): no copy of a long line
             return []
+        values = self._parsed.pop(i, None) if report is not None else self._parsed.get(i)
         try:
-            values = [self._load(raw, report, i)]
+            if values is None:
+                values = [orjson.loads(raw)]  # what parsed at once reports nothing: `head` may keep it
+                if self._keep and self._parsed_bytes + len(raw) <= _PARSED_BYTES:
+                    self._parsed[i] = values
+                    self._parsed_bytes += len(raw)
         except orjson.JSONDecodeError as e:
+            error, value = e, repair(bytes(raw), e)
+            if value is not None:
+                if report is not None:
+                    report.repair("invalid_utf8", self.path, i, "invalid UTF-8 or a lone surrogate replaced by U+FFFD")
+                values = [value]
+        if values is None:
             values, tail, fixed = split_values(raw)
             if not values or (len(values) == 1 and tail is None):
                 # no complete value, or one orjson refuses (a huge integer): broken as orjson said
                 if not newline:
                     self._skip(report, "truncated_last_line", i, "incomplete record at end of file")
                 else:
-                    self._skip(report, "invalid_json", i, str(e)[:80])
+                    self._skip(report, "invalid_json", i, str(error)[:80])
                 return []
             if report is not None:
                 if len(values) > 1:
