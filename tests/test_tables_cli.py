@@ -215,10 +215,13 @@ def test_the_glossary_defines_every_figure_and_help_links_it():
 def test_usage_by_session_keeps_every_figure_whole_near_120_columns(db):
     text = run("usage", "--db", db, "--by", "session", "--no-ingest", env={"COLUMNS": ""})
     lines = _table_lines(text)
-    # the keys (session, project pseudonyms) wrap; the figures stay whole: every row's cache read
-    # and total are printed on one line, uncut (the table was ~190 columns wide before)
+    # the figures stay whole: every row's session key, cache writes (both TTLs in one column) and
+    # cache read on one line, uncut (the table was ~190 columns wide before); total tokens in --wide
     res = json.loads(run("usage", "--db", db, "--by", "session", "--no-ingest", "--json", stdout=True))
     for r in res["rows"]:
-        assert any(f"{r['cache_read']:,}" in x and f"{r['total_tokens']:,}" in x for x in lines), r["key"]
-    assert "…" not in "".join(lines)
-    assert max(cell_len(x) for x in lines) <= 130  # the headers' longest words set the floor
+        writes = r["cache_write_5m"] + r["cache_write_1h"]
+        assert any(r["key"] in x and f"{writes:,}" in x and f"{r['cache_read']:,}" in x for x in lines), r["key"]
+    assert max(cell_len(x) for x in lines) <= 120
+    wide = _table_lines(run("usage", "--db", db, "--by", "session", "--no-ingest", "--wide", env={"COLUMNS": ""}))
+    for r in res["rows"]:
+        assert any(f"{r['cache_read']:,}" in x and f"{r['total_tokens']:,}" in x for x in wide), r["key"]
