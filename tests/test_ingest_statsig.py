@@ -152,3 +152,30 @@ def test_the_whole_database_check_runs_only_before_a_write(tmp_path, hashed, mon
     basic_session(session_id="sess-4").write_jsonl(logs / "d.jsonl")
     assert ingest([logs], db, master_key=key, jobs=jobs).ingested == 1
     assert events[:2] == ["verify", "write"]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_byte_copy_is_remembered_and_not_hashed_again(tmp_path, hashed, jobs):
+    logs, master = _tree(tmp_path)
+    db = tmp_path / "t.duckdb"
+    ingest([logs], db, master_key=master, jobs=jobs)
+    backup = tmp_path / "backup"  # a second folder holding byte copies (a backup, a second config folder)
+    backup.mkdir()
+    for name in ("a.jsonl", "b.jsonl"):
+        (backup / name).write_bytes((logs / name).read_bytes())
+    first = ingest([logs, backup], db, master_key=master, jobs=jobs)
+    assert (first.duplicates, first.unchanged, first.ingested) == (2, 3, 0)
+    hashed.clear()
+    again = ingest([logs, backup], db, master_key=master, jobs=jobs)
+    assert (again.duplicates, again.unchanged, again.ingested) == (0, 5, 0) and hashed == []
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute("SELECT status, count(*), count(stat_sig), count(duplicate_of) FROM source_files "
+                       "GROUP BY status ORDER BY status").fetchall()
+    assert rows == [("duplicate", 2, 2, 2), ("ok", 3, 3, 0)]
+    assert con.execute("SELECT count(*) FROM sessions").fetchone()[0] == 3  # the copies add no session
+    con.close()
+    # a copy that then changes is read as that file's next version (a session stored once)
+    with open(backup / "a.jsonl", "a") as fh:
+        fh.write("\n")
+    grown = ingest([logs, backup], db, master_key=master, jobs=jobs)
+    assert grown.unchanged == 4 and grown.failed == []

@@ -184,6 +184,7 @@ class _Run:
             if sig is not None:
                 self.stats[fkey] = (sig, size)
         self.resigned: list[tuple[str, int, str]] = []  # (file key, version, signature): unchanged, newly signed
+        self.copies: list[tuple[str, str, int, str]] = []  # byte copies of stored files: key, hash, size, signature
         self.known = {r[0] for r in con.execute(
             "SELECT DISTINCT content_hash FROM source_files WHERE dataset = ? AND status = 'ok'", [dataset]).fetchall()}
         self.stored: dict[tuple[str, str], list[tuple[str, str, int]]] = {}  # (agent, session id) -> sessions
@@ -245,7 +246,10 @@ class _Run:
         return True
 
     def save_signatures(self) -> None:
-        """Store the stat signatures of the files found unchanged by their hash (stored before they were kept)."""
+        """Store the stat signatures of the files found unchanged by their hash (stored before they were kept),
+        and a 'duplicate' row for each byte copy of a stored file (no trace: the file it copies holds it), so
+        that a tree holding copies (a backup, a second config folder) is not hashed again at every run."""
+        self._save_copies()
         if not self.resigned:
             return
         fkeys, versions, sigs = (list(c) for c in zip(*self.resigned))
@@ -253,6 +257,25 @@ class _Run:
             "UPDATE source_files SET stat_sig = u.sig FROM (SELECT unnest(?) AS fk, unnest(?) AS v, unnest(?) AS sig) u "
             "WHERE dataset = ? AND file_key = u.fk AND version = u.v", [fkeys, versions, sigs, self.dataset])
         self.resigned = []
+
+    def _save_copies(self) -> None:
+        if not self.copies:
+            return
+        fkeys, hashes, sizes, sigs = (list(c) for c in zip(*self.copies))
+        # the copy takes its original's reader and subagent count; a copy of a file stored in this
+        # run finds it too (the batch holding it is written by now)
+        self.con.execute(
+            """INSERT INTO source_files (dataset, file_key, version, content_hash, size_bytes, n_subagent_files,
+                   reader, status, ingested_at, skipped, duplicate_of, stat_sig)
+               SELECT ?, c.fk, 1, c.h, c.size, o.n_subagent_files, o.reader, 'duplicate', ?, NULL, o.file_key, c.sig
+               FROM (SELECT unnest(?) AS fk, unnest(?) AS h, unnest(?) AS size, unnest(?) AS sig) c
+               JOIN (SELECT content_hash, arg_min(file_key, file_key) AS file_key,
+                            arg_min(n_subagent_files, file_key) AS n_subagent_files, arg_min(reader, file_key) AS reader
+                     FROM source_files WHERE dataset = ? AND status = 'ok' GROUP BY content_hash) o
+                 ON o.content_hash = c.h
+               WHERE NOT EXISTS (SELECT 1 FROM source_files f WHERE f.dataset = ? AND f.file_key = c.fk)""",
+            [self.dataset, store.now(), fkeys, hashes, sizes, sigs, self.dataset, self.dataset])
+        self.copies = []
 
     def file_key(self, unit: Unit) -> str:
         file_key = self.keys.short("file", str(unit.main), 16)
@@ -274,6 +297,9 @@ class _Run:
             return None
         if latest == 0 and (content_hash in self.known or any(p.content_hash == content_hash for p in self.pending)):
             summary.duplicates += 1
+            # remembered (with its stat signature when it has one): the next run skips it unhashed, or
+            # finds it unchanged by its hash and signs it then
+            self.copies.append((file_key, content_hash, size, sig))
             return None
         return latest
 
