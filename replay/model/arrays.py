@@ -168,7 +168,10 @@ def speed_column(con) -> str:
 
 
 def _codes(series: pd.Series) -> tuple[np.ndarray, list[str]]:
-    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    # sorted: a code must not depend on the order sessions load in (their keys are keyed hashes
+    # of where the logs lie), since per-model figures are added in code order and float sums
+    # in another order differ in the last bit
+    codes, uniques = pd.factorize(series, use_na_sentinel=True, sort=True)
     return codes.astype(np.int64), [str(u) for u in uniques]
 
 
