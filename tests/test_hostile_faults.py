@@ -489,3 +489,57 @@ def test_a_good_key_file_gets_no_warning(tmp_path):
     _session("k", n=1).write_jsonl(tmp_path / "logs" / "k.jsonl")
     r = run("ingest", tmp_path / "logs", "--db", tmp_path / "t.duckdb", "-q", "--key-file", key)
     assert r.exit_code == 0 and r.stderr == ""
+
+
+# --- a model field that is not text ------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", [42, {"name": "claude-sonnet-4-5"}, ["claude-sonnet-4-5"], True])
+def test_a_model_that_is_not_text_skips_its_record_and_the_dataset_still_prices(tmp_path, bad):
+    """A number as model was stored as a model named "42", which no price covers: every command
+    that prices the dataset stopped. The record is skipped, counted and named instead."""
+    t = _session("m", n=3)
+    first = next(r for r in t.records if r["type"] == "assistant")
+    first["message"]["model"] = bad
+    t.write_jsonl(tmp_path / "logs" / "m.jsonl")
+    db = tmp_path / "t.duckdb"
+    s = ingest([tmp_path / "logs"], db)
+    assert s.report.skipped["malformed_record"] == 1
+    assert any("m.jsonl:" in m and "model is not text" in m for m in s.report.messages)
+    assert q(db, "SELECT DISTINCT model FROM requests") == [("claude-sonnet-4-5",)]
+    assert q(db, "SELECT count(*) FROM requests")[0][0] == 2
+    r = run("replay", "--db", db, "--policy", "noop", "-j")
+    assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("how", ["null", "missing", "empty"])
+def test_a_response_that_names_no_model_is_priced_as_the_one_before_it(tmp_path, how):
+    t = _session("nm", n=3)
+    answers = [r for r in t.records if r["type"] == "assistant"]
+    for rec in answers[1:]:  # the first names one; the others not
+        if how == "missing":
+            rec["message"].pop("model")
+        else:
+            rec["message"]["model"] = None if how == "null" else ""
+    t.write_jsonl(tmp_path / "logs" / "nm.jsonl")
+    db = tmp_path / "t.duckdb"
+    s = ingest([tmp_path / "logs"], db)
+    assert s.report.repaired["missing_model"] == 2
+    assert q(db, "SELECT model, count(*) FROM requests GROUP BY ALL") == [("claude-sonnet-4-5", 3)]
+    assert run("replay", "--db", db, "--policy", "noop", "-j").exit_code == 0
+
+
+def test_a_session_that_names_no_model_at_all_stops_pricing_with_one_line_and_runs_with_a_price(tmp_path):
+    t = _session("nomodel", n=2)
+    for rec in t.records:
+        if rec["type"] == "assistant":
+            rec["message"].pop("model")
+    t.write_jsonl(tmp_path / "logs" / "n.jsonl")
+    db = tmp_path / "t.duckdb"
+    s = ingest([tmp_path / "logs"], db)
+    assert not s.report.repaired.get("missing_model")  # nothing earlier to take
+    r = run("replay", "--db", db, "--policy", "noop")
+    one_error_line(r, "names no model", '[models.""]', "--prices FILE")
+    prices = tmp_path / "p.toml"
+    prices.write_text('[models.""]\n' + UNPRICED_RATES)
+    r = run("replay", "--db", db, "--policy", "noop", "--prices", prices, "-j")
+    assert r.exit_code == 0, r.output

@@ -85,7 +85,7 @@ def print_ingest_summary(summary, db: Path, dataset: str) -> None:
         out.print("lines skipped: " + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.skipped.items())))
     if rep.repaired:
         out.print("lines repaired and kept (invalid UTF-8 replaced by U+FFFD, a response without an id keyed "
-                  "by its request id or first line): "
+                  "by its request id or first line, one without a model given the one before it): "
                   + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.repaired.items())))
     if rep.pseudonymized:
         out.print("values pseudonymized (outside their grammar or vocabulary): "

@@ -115,6 +115,7 @@ class TraceBuilder:
         self.clean: dict[tuple[str, str], str] = {}  # (field, value) -> the value kept in the trace
         self.tools: dict[str, ToolCall] = {}  # tool_use id -> what its result inherits
         self.models: set[str] = set()
+        self.last_model: dict[int, str] = {}  # stream id -> the model of its latest request naming one
         self.versions: set[str] = set()
         self.cwd: str | None = None  # the session's first working directory: its project
         self.t_min: int | None = None
@@ -309,6 +310,12 @@ class TraceBuilder:
         """Start a request at the stream's current position; returns its row in ``trace.requests``.
         ``version``: the client version the log gives for it."""
         model = self.kept("model", model) if model else model
+        if not model and self.last_model:
+            # a response that names no model (null, missing, ""): priced as its stream's previous
+            # one (else the session's latest), not as a model called "" that no price covers
+            model = self.last_model.get(st.sid) or next(reversed(self.last_model.values()))
+            self.report.repair("missing_model", self.path, None,
+                               f"response without a model: taken as the one before it ({model})")
         version = self.kept("agent_version", version) if isinstance(version, str) and version else None
         r = self.trace.requests
         row = len(r["req_idx"])
@@ -324,6 +331,8 @@ class TraceBuilder:
         st.open_req = row
         if model:
             self.models.add(model)
+            self.last_model.pop(st.sid, None)  # kept in the order models were last seen
+            self.last_model[st.sid] = model
         return row
 
     def set_usage(

@@ -265,6 +265,10 @@ class PriceTable:
             calc = calc_price(Usage(input_tokens=1), model, provider_id=provider_of(model),
                               genai_request_timestamp=self._when)
         except Exception as e:
+            if not model:
+                raise PriceError(
+                    "no price for responses whose log names no model (none in their session either); give "
+                    f"them rates in a TOML file, [models.\"\"] with {RATES_HINT}, and pass --prices FILE") from e
             raise PriceError(
                 f"no price for model {model!r} ({library_version()}: {e}); add its rates to a TOML file, "
                 f"[models.\"{model}\"] with {RATES_HINT}, and pass --prices FILE"

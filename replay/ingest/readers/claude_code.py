@@ -248,6 +248,11 @@ class _ClaudeReader:
         if not isinstance(content, list):
             self.b.report.skip("malformed_record", self.b.path, line, "assistant content is neither text nor a list")
             return
+        if not isinstance(msg.get("model"), (str, type(None))):
+            # a number or object is no model name: kept, it would be priced as a model called "42"
+            # and stop every command that prices the dataset
+            self.b.report.skip("malformed_record", self.b.path, line, "assistant model is not text")
+            return
         if msg.get("model") != SYNTHETIC_MODEL and not isinstance(mid, str):
             mid = self._synthetic_id(line, rec, st)
         if msg.get("model") != SYNTHETIC_MODEL:

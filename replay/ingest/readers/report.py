@@ -21,7 +21,9 @@ SKIP_REASONS = (
 # Lines kept after a repair (counted, never silently).
 # multi_object_line: a JSONL line holding several complete JSON objects, each read.
 # missing_message_id: a response without message.id, kept under its request id or first line.
-REPAIR_REASONS = ("invalid_utf8", "multi_object_line", "missing_message_id")
+# missing_model: a response that names no model, priced as its stream's previous one (else the
+# session's latest); with no earlier model it keeps none, and pricing it stops with an error.
+REPAIR_REASONS = ("invalid_utf8", "multi_object_line", "missing_message_id", "missing_model")
 MAX_DETAIL = 120
 
 
