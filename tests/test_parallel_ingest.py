@@ -334,3 +334,34 @@ def _noting(f, names: list):
         return f(main, *a, **k)
 
     return g
+
+
+def test_without_jobs_a_new_database_fed_enough_logs_is_read_by_every_core(tmp_path, monkeypatch):
+    """`ingest` with no --jobs (and the zero-config ingest) picks the process count: every core (up
+    to 4) for a new database fed at least AUTO_MIN_BYTES, one for less or for a database that
+    exists (an incremental ingest reads a few files). The database is the same either way."""
+    from replay.store import load, load_parallel
+
+    logs = _corpus(tmp_path)
+    size = sum(f.stat().st_size for f in logs.rglob("*") if f.is_file())
+    asked = []
+    real_start = load_parallel.Workers.start.__func__
+    monkeypatch.setattr(load_parallel.Workers, "start",
+                        classmethod(lambda cls, keys, ds, jobs, preload=False: (asked.append(jobs),
+                                                                                 real_start(cls, keys, ds, jobs, preload))[1]))
+    monkeypatch.setattr(load, "available_cores", lambda: 6)
+    monkeypatch.setenv("CTXREPLAY_KEY_FILE", str(tmp_path / "key"))
+    load_or_create_master_key(tmp_path / "key")
+
+    def run(db, *extra):
+        r = CliRunner().invoke(cli, ["ingest", str(logs), "--db", str(db), *extra])
+        assert r.exit_code == 0, r.output
+        return asked.pop()
+
+    monkeypatch.setattr(load, "AUTO_MIN_BYTES", size + 1)
+    assert run(tmp_path / "small.duckdb") == 1  # less than the threshold
+    monkeypatch.setattr(load, "AUTO_MIN_BYTES", size)
+    assert run(tmp_path / "auto.duckdb") == 4  # every core, at most AUTO_MAX_JOBS
+    assert run(tmp_path / "auto.duckdb") == 1  # the database exists now
+    assert run(tmp_path / "one.duckdb", "--jobs", "1") == 1  # a --jobs given is kept
+    assert _tables(tmp_path / "auto.duckdb") == _tables(tmp_path / "small.duckdb") == _tables(tmp_path / "one.duckdb")

@@ -107,7 +107,7 @@ def _ingest(db: Path, dataset: str, paths: list[Path], strict: bool, quiet: bool
         with progress:
             task = progress.add_task("", total=None)
             summary = ingest(
-                paths, db, dataset=dataset, master_key=master,
+                paths, db, dataset=dataset, master_key=master, jobs=None,  # a first run's tree: every core
                 on_total=lambda n: progress.update(task, total=n, refresh=True),
                 on_progress=lambda n, name: progress.update(task, advance=n, description=clean(name[:40]),
                                                             refresh=True),
