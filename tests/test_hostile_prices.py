@@ -46,3 +46,45 @@ def test_with_the_spec_naming_a_price_file_tune_runs(unpriced, tmp_path):
     spec.write_text(f'name = "t"\npolicy = "devboy_lru"\nprices = "{prices}"\n[grid]\ncapacity = [1, 2]\n')
     r = run("tune", spec, "--trials", "2", "--db", db)
     assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+
+
+RATES = "cache_write_5m = 1\ncache_write_1h = 2\ncache_read = 0.1\noutput = 5\n"
+
+
+@pytest.mark.parametrize("body,needles", [
+    ('[models."claude-unpriced-y"]\ninput = -1\n' + RATES, ["models.claude-unpriced-y.input = -1", "number >= 0"]),
+    ('[models."claude-unpriced-y"]\ninput = nan\n' + RATES, ["input = nan"]),
+    ('[models."claude-unpriced-y"]\ninput = inf\n' + RATES, ["input = inf"]),
+    ('[models."claude-unpriced-y"]\ninput = "cheap"\n' + RATES, ["input = 'cheap'"]),
+    ('[models."claude-unpriced-y"]\ninput = true\n' + RATES, ["input = True"]),
+    ('[models."claude-unpriced-y"]\ninput = 1\nmin_cacheable = -3\n' + RATES, ["min_cacheable = -3", "integer"]),
+    ('[models."claude-unpriced-y".fast]\ninput = "a"\n' + RATES, ["models.claude-unpriced-y.fast.input = 'a'"]),
+    ("models = 3\n", ["models must be tables"]),
+    ("[models]\nx = 5\n", ["models.x must be a table"]),
+    ('price_date = "soon"\n', ["price_date 'soon' is not a date"]),
+])
+@pytest.mark.parametrize("command", [["replay", "--policy", "noop"], ["usage", "--no-ingest"]])
+def test_a_price_file_with_a_bad_value_is_one_error_line_naming_the_key(unpriced, tmp_path, body, needles, command):
+    """A negative, NaN or infinite rate priced every request it touched without a word (a cost of
+    $-…, "-" or $inf); a string, a table where a number belongs or a bad date ended in a traceback."""
+    db, _ = unpriced
+    bad = tmp_path / "bad.toml"
+    bad.write_text(body)
+    before = q(db, "SELECT count(*) FROM runs")[0][0]
+    r = run(*command, "--db", db, "--prices", bad)
+    one_error_line(r, "bad.toml", *needles)
+    assert q(db, "SELECT count(*) FROM runs")[0][0] == before
+
+
+def test_a_toml_date_as_price_date_is_a_date(unpriced, tmp_path):
+    db, prices = unpriced
+    p = tmp_path / "p.toml"
+    p.write_text("price_date = 2026-01-01\n" + prices.read_text())
+    r = run("replay", "--policy", "noop", "--db", db, "--prices", p, "-j")
+    assert r.exit_code == 0, r.output
+
+
+def test_a_bad_price_date_option_names_the_option(unpriced):
+    db, _ = unpriced
+    one_error_line(run("replay", "--policy", "noop", "--db", db, "--price-date", "2026-13-01"),
+                   "--price-date '2026-13-01' is not a date")

@@ -175,6 +175,29 @@ def _sorted(v: Any) -> Any:
     return {k: _sorted(v[k]) for k in sorted(v)} if isinstance(v, dict) else v
 
 
+def _price_day(value: Any, source: str | None) -> date:
+    """The price date as a day; PriceError naming where it came from when it is not one."""
+    try:
+        return date.fromisoformat(value)
+    except (TypeError, ValueError) as e:
+        where = f"{source}: price_date" if source else "--price-date"
+        raise PriceError(f"{where} {value!r} is not a date (YYYY-MM-DD: {e})") from None
+
+
+def _check_rates(path: Path, where: str, rates: dict) -> None:
+    """Each rate a finite number >= 0 ($ per million tokens), min_cacheable a count: a negative,
+    NaN or infinite rate would price every request it touches without a word."""
+    for f in RATE_FIELDS:
+        if f in rates:
+            v = rates[f]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < float("inf")):
+                raise PriceError(f"{path}: {where}.{f} = {v!r}; a rate is a number >= 0 ($ per million tokens)")
+    if "min_cacheable" in rates:
+        v = rates["min_cacheable"]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise PriceError(f"{path}: {where}.min_cacheable = {v!r}; a token count (an integer >= 0)")
+
+
 class PriceTable:
     """Rates per model, resolved once and cached; overrides win over the library."""
 
@@ -184,7 +207,7 @@ class PriceTable:
         self.overrides = overrides or {}
         self.override_file = override_file
         self._cache: dict[str, Rates] = {}
-        self._when = datetime.combine(date.fromisoformat(price_date), datetime.min.time(), tzinfo=timezone.utc)
+        self._when = datetime.combine(_price_day(price_date, override_file), datetime.min.time(), tzinfo=timezone.utc)
 
     @classmethod
     def from_toml(cls, path: Path, price_date: str = DEFAULT_PRICE_DATE) -> "PriceTable":
@@ -196,17 +219,26 @@ class PriceTable:
         if unknown:
             raise PriceError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; expected [models.\"NAME\"] tables")
         models = data.get("models", {})
+        if not isinstance(models, dict):
+            raise PriceError(f"{path}: models must be tables, [models.\"NAME\"] with {RATES_HINT}")
         for name, rates in models.items():
+            if not isinstance(rates, dict):
+                raise PriceError(f"{path}: models.{name} must be a table with {RATES_HINT}, not {rates!r}")
             bad = set(rates) - set(RATE_FIELDS) - {"min_cacheable", "fast"}
             if bad:
                 raise PriceError(f"{path}: models.{name}: unknown key(s) {', '.join(sorted(bad))}; "
                                  f"allowed: {', '.join(RATE_FIELDS)}, min_cacheable, fast")
+            _check_rates(path, f"models.{name}", rates)
             fast = rates.get("fast")
             if fast is not None:
                 if not isinstance(fast, dict) or set(fast) - set(RATE_FIELDS) or set(RATE_FIELDS) - set(fast):
                     raise PriceError(f"{path}: models.{name}.fast: a table with exactly "
                                      f"{', '.join(RATE_FIELDS)} ($ per million tokens at fast-mode rates)")
-        return cls(data.get("price_date", price_date), models, Path(path).name)
+                _check_rates(path, f"models.{name}.fast", fast)
+        when = data.get("price_date", price_date)
+        if isinstance(when, date) and not isinstance(when, datetime):
+            when = when.isoformat()  # a TOML date (price_date = 2026-01-01) as well as a string
+        return cls(when, models, Path(path).name)
 
     def describe(self) -> dict[str, Any]:
         """The price setting as stored with a run, and compared as text between runs (a run is
