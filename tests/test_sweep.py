@@ -150,6 +150,32 @@ def test_spec_errors_name_the_key(tmp_path):
         load_spec(f)
 
 
+@pytest.mark.parametrize("body,message", [
+    (b'policy = "devboy_lru"\n[grid]\ncapacity = [true]\n', "'capacity' must be an integer or none, got True"),
+    (b'policy = "devboy_lru"\n[params]\nmutation_aware = 1\n', "'mutation_aware' must be true or false, got 1"),
+    (b'policy = "jp_resource_dedup"\n[grid]\nmin_bytes = [2.5]\n', "'min_bytes' must be an integer, got 2.5"),
+    (b'policy = ["devboy_lru"]\n', "policy must be a string"),
+    (b'name = 3\npolicy = "devboy_lru"\n', "name must be a string"),
+    (b'policy = "devboy_lru"\ngrid = 3\n', "grid must be a table"),
+    (b'\xff\xfepolicy', "not UTF-8 text"),
+    (b'policy = "devboy_lru"\n[random]\nsamples = "a"\n', "samples must be an integer >= 0"),
+    (b'policy = "devboy_lru"\n[random]\nsamples = 2\n[random.params]\ncapacity = {low = 5, high = 1}\n',
+     "low <= high"),
+    (b'policy = "devboy_lru"\n[random]\nsamples = 2\n[random.params]\ncapacity = {choices = []}\n',
+     "choices must be a non-empty list"),
+    (b'policy = "devboy_lru"\n[random]\nsamples = 2\n[random.params]\ncapacity = 3\n', "{choices = [...]}"),
+])
+def test_a_spec_value_of_the_wrong_type_is_one_error_naming_it(tmp_path, body, message):
+    """Each ended in a traceback, or ran: `capacity = true` as capacity 1, `mutation_aware = 1` as true."""
+    f = tmp_path / "bad.toml"
+    f.write_bytes(body)
+    with pytest.raises(SpecError) as e:
+        load_spec(f)
+    assert str(e.value).startswith(str(f)) and message in str(e.value)
+    r = CliRunner().invoke(main, ["sweep", str(f), "--db", str(tmp_path / "none.duckdb")])
+    assert r.exit_code == 1 and message in r.output and "Traceback" not in r.output
+
+
 def test_every_example_spec_loads():
     from replay.policies import REGISTRY
 

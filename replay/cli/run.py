@@ -310,7 +310,9 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, since, until, proje
     parameters and cache/price settings). Each point is a run grouped under one sweep id.
 
     Re-running the same spec resumes it: finished points and already stored sessions are
-    skipped. See examples/*.toml.
+    skipped. See examples/*.toml. The spec is checked whole before any run starts: an unknown
+    key, policy or parameter, or a value of the wrong type (true where an integer belongs, a
+    [random.params] range with low > high) is one error line naming it.
 
     --since/--until/--project/--model/--agent sweep a slice of the dataset, chosen as
     `replay` chooses it; the slice is part of the sweep id (the same spec on another slice is

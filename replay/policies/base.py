@@ -183,13 +183,31 @@ def one_of(params: Any, name: str, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"{name} = {v!r}; allowed: {', '.join(allowed)}")
 
 
+def _typed(name: str, value: Any, t: str) -> Any:
+    """A value given typed (a spec's TOML, a Python call) checked against the declared type: a
+    bool is an int to Python, so `capacity = true` ran as capacity 1, and `mutation_aware = 1`
+    as true. An int is a number where a float is declared."""
+    if value is None and "None" in t:
+        return None
+    if t.startswith("bool"):
+        if not isinstance(value, bool):
+            raise ParamError(f"parameter {name!r} must be true or false, got {value!r}")
+    elif t.startswith("int"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ParamError(f"parameter {name!r} must be an integer{' or none' if 'None' in t else ''}, got {value!r}")
+    elif t.startswith("float"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ParamError(f"parameter {name!r} must be a number{' or none' if 'None' in t else ''}, got {value!r}")
+    return value
+
+
 def coerce(name: str, value: Any, typ: Any) -> Any:
     """Turn `--set key=value` strings into the parameter's declared type."""
     t = typ if isinstance(typ, str) else getattr(typ, "__name__", str(typ))
     if not isinstance(value, str):
         if "tuple" in t and isinstance(value, list):
             return tuple(value)
-        return value
+        return _typed(name, value, t)
     v = value.strip()
     try:
         if t.startswith("bool"):
