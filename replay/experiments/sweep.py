@@ -56,16 +56,13 @@ from replay.engine import SESSION_FIGURES, ReplayOptions, replay_session
 from replay.engine.memo import forget_priced
 from replay.policies import ParamError, build, did_you_mean
 from replay.experiments.runs import insert_columns, slice_session_keys, start_run
+from replay.experiments.spec_shapes import SpecError, check_shapes  # noqa: F401 (SpecError re-exported)
 
 SPEC_KEYS = ("name", "policy", "dataset", "params", "grid", "cache", "random", "prices")
 CACHE_KEYS = ("ttl", "breakpoints", "observed_evictions", "lookback_blocks", "min_cacheable", "warm_start",
               "turn_end_write", "thinking_switch", "resume", "task_turns", "skill_turns", "unknown_times",
               "system_prefix", "prefix_versions", "clock", "price_date")
 EXECUTORS = ("local", "dask")
-
-
-class SpecError(ValueError):
-    """A sweep spec that cannot be used; the message names the file and key."""
 
 
 @dataclass(frozen=True)
@@ -134,38 +131,6 @@ class SweepSpec:
         return [Point({}, c, "noop") for _, c in sorted(caches.items())]
 
 
-def _check_shapes(path: Path, data: dict) -> None:
-    """Each key of the right TOML type (a list or number where a name belongs ended in a
-    traceback, a bad [random] range at the first sample)."""
-    for k in ("name", "policy", "dataset", "prices"):
-        if k in data and not isinstance(data[k], str):
-            raise SpecError(f"{path}: {k} must be a string, got {data[k]!r}")
-    for k in ("params", "grid", "cache", "random"):
-        if k in data and not isinstance(data[k], dict):
-            raise SpecError(f"{path}: {k} must be a table ([{k}]), got {data[k]!r}")
-    rnd = data.get("random", {})
-    for k in ("samples", "seed"):
-        v = rnd.get(k, 0)
-        if isinstance(v, bool) or not isinstance(v, int) or (k == "samples" and v < 0):
-            raise SpecError(f"{path}: [random] {k} must be an integer{' >= 0' if k == 'samples' else ''}, got {v!r}")
-    ranges = rnd.get("params", {})
-    if not isinstance(ranges, dict):
-        raise SpecError(f"{path}: [random.params] must be a table of NAME = {{low, high}} or {{choices}}")
-    for name, r in ranges.items():
-        where = f"{path}: [random.params] {name}"
-        if not isinstance(r, dict) or not (set(r) <= {"choices"} or set(r) <= {"low", "high", "int"}):
-            raise SpecError(f"{where} must be {{choices = [...]}} or {{low = A, high = B}} (int = true for integers)")
-        if "choices" in r:
-            if not isinstance(r["choices"], list) or not r["choices"]:
-                raise SpecError(f"{where}: choices must be a non-empty list")
-            continue
-        lo, hi = r.get("low"), r.get("high")
-        if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in (lo, hi)) or lo > hi:
-            raise SpecError(f"{where}: low and high must be numbers with low <= high, got {lo!r} and {hi!r}")
-        if not isinstance(r.get("int", False), bool):
-            raise SpecError(f"{where}: int must be true or false")
-
-
 def load_spec(path: Path) -> SweepSpec:
     try:
         data = tomllib.loads(Path(path).read_text())
@@ -180,7 +145,7 @@ def load_spec(path: Path) -> SweepSpec:
             raise SpecError(f"{path}: unknown key {k!r}{did_you_mean(k, SPEC_KEYS)} (allowed: {', '.join(SPEC_KEYS)})")
     if "policy" not in data:
         raise SpecError(f"{path}: missing `policy = NAME`")
-    _check_shapes(path, data)
+    check_shapes(path, data)
     for section in ("grid", "cache"):
         for k, v in data.get(section, {}).items():
             if not isinstance(v, list) or not v:

@@ -1,0 +1,41 @@
+"""A sweep spec's keys checked for their TOML types before anything reads them (`load_spec`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class SpecError(ValueError):
+    """A sweep spec that cannot be used; the message names the file and key."""
+
+
+def check_shapes(path: Path, data: dict) -> None:
+    """Each key of the right TOML type (a list or number where a name belongs ended in a
+    traceback, a bad [random] range at the first sample)."""
+    for k in ("name", "policy", "dataset", "prices"):
+        if k in data and not isinstance(data[k], str):
+            raise SpecError(f"{path}: {k} must be a string, got {data[k]!r}")
+    for k in ("params", "grid", "cache", "random"):
+        if k in data and not isinstance(data[k], dict):
+            raise SpecError(f"{path}: {k} must be a table ([{k}]), got {data[k]!r}")
+    rnd = data.get("random", {})
+    for k in ("samples", "seed"):
+        v = rnd.get(k, 0)
+        if isinstance(v, bool) or not isinstance(v, int) or (k == "samples" and v < 0):
+            raise SpecError(f"{path}: [random] {k} must be an integer{' >= 0' if k == 'samples' else ''}, got {v!r}")
+    ranges = rnd.get("params", {})
+    if not isinstance(ranges, dict):
+        raise SpecError(f"{path}: [random.params] must be a table of NAME = {{low, high}} or {{choices}}")
+    for name, r in ranges.items():
+        where = f"{path}: [random.params] {name}"
+        if not isinstance(r, dict) or not (set(r) <= {"choices"} or set(r) <= {"low", "high", "int"}):
+            raise SpecError(f"{where} must be {{choices = [...]}} or {{low = A, high = B}} (int = true for integers)")
+        if "choices" in r:
+            if not isinstance(r["choices"], list) or not r["choices"]:
+                raise SpecError(f"{where}: choices must be a non-empty list")
+            continue
+        lo, hi = r.get("low"), r.get("high")
+        if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in (lo, hi)) or lo > hi:
+            raise SpecError(f"{where}: low and high must be numbers with low <= high, got {lo!r} and {hi!r}")
+        if not isinstance(r.get("int", False), bool):
+            raise SpecError(f"{where}: int must be true or false")
