@@ -314,3 +314,37 @@ def test_skill_on_a_loaded_dataset_agrees_with_validate(sample_db):
     con.close()
     assert got["model_only"] == rep["variants"]["model_only"]
     assert got["naive"] == {k: {f: x for f, x in v.items() if f != "cache_config"} for k, v in rep["naive"].items()}
+
+
+def _report(logs, db):
+    from replay.model.costs import PriceTable
+
+    ingest(logs, db)
+    con = store.connect(db, read_only=True)
+    try:
+        return validate(con, "default", ReplayOptions(CacheConfig(), prices=PriceTable()))
+    finally:
+        con.close()
+
+
+def test_sessions_without_usage_state_no_error_and_leave_the_corpus_figures_alone(tmp_path):
+    """Copilot CLI logs record output tokens only: nothing to compare, so every error is None
+    (n/a), never an exact-looking 0.0 (it was "+0.00%" corpus-wide, and for a session whose
+    simulated writes were 0). Beside a session with usage, the corpus figures are that session's."""
+    from cc_records import basic_session
+
+    copilot = shared_logs("copilot-cli")
+    none = _report([copilot], tmp_path / "none.duckdb")
+    assert none["overall"]["sessions"] == 0 and none["overall"]["sessions_without_usage"] > 0
+    assert set(none["overall"]["rel_error"].values()) == {None}
+    for v in none["variants"].values():
+        assert set(v["rel_error"].values()) == {None}
+    for x in none["sessions"]:
+        assert not x["usage_recorded"] and set(x["rel_error"].values()) == {None}
+        assert all(set(v["rel_error"].values()) == {None} for v in x["variants"].values())
+    basic_session().write_jsonl(tmp_path / "cc" / "s.jsonl")
+    alone = _report([tmp_path / "cc"], tmp_path / "alone.duckdb")
+    mixed = _report([tmp_path / "cc", copilot], tmp_path / "mixed.duckdb")
+    assert alone["overall"]["sessions"] == mixed["overall"]["sessions"] == 1
+    assert mixed["overall"]["rel_error"] == alone["overall"]["rel_error"]
+    assert all(v is not None for v in alone["overall"]["rel_error"].values())

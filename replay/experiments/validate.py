@@ -227,14 +227,18 @@ def _simulate(ds: Dataset, opts: ReplayOptions) -> dict[str, Any]:
 def _summarize(recorded: dict, simulated: dict, keys: set[str] | None = None) -> dict[str, Any]:
     tot_r = dict.fromkeys(FIGURES, 0.0)
     tot_s = dict.fromkeys(FIGURES, 0.0)
+    n = 0
     for key, rec in recorded.items():
         if keys is not None and key not in keys:
             continue
+        n += 1
         sim = simulated[key]["figures"]
         for f in FIGURES:
             tot_r[f] += rec[f]
             tot_s[f] += sim[f]
-    return {"recorded": tot_r, "simulated": tot_s, "rel_error": {f: _rel(tot_s[f], tot_r[f]) for f in FIGURES}}
+    # no session compared (none records usage): no error to state, not an exact "+0.00%"
+    rel = {f: _rel(tot_s[f], tot_r[f]) if n else None for f in FIGURES}
+    return {"recorded": tot_r, "simulated": tot_s, "rel_error": rel}
 
 
 # Per-session targets of the fidelity check (issue: input 1%, reads 1%, writes 5%, cost 2%).
@@ -258,7 +262,9 @@ def _variant_summary(recorded: dict, sim: dict, sessions: list[dict], keys: set[
 
 
 def _per_session(sim: dict, key: str, rec: dict) -> dict[str, Any]:
-    rel = {f: _rel(sim[key]["figures"][f], rec[f]) for f in FIGURES}
+    # a session whose log records no usage has nothing to be compared with (n/a, not +0.00%)
+    usage = rec["requests_with_usage"] > 0
+    rel = {f: _rel(sim[key]["figures"][f], rec[f]) if usage else None for f in FIGURES}
     m = sim[key]["match"]
     return {"rel_error": rel, "within_targets": None if rec["requests_with_usage"] == 0 else _within(rel),
             "request_match": _share(m), **m}
