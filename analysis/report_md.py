@@ -388,11 +388,11 @@ def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any]) 
         rest.append(f"{more} more scenario(s) save less")
     if idle:
         rest.append("no session changes under " + ", ".join(f"`{x}`" for x in idle))
-    if wi:
+    groups = [(g, x) for g, x in wi["fidelity"].items() if x["sessions"]] if wi else []
+    if groups:  # none when no session records usage: there is no error to state
         rest.append("model-only cost error against the recorded bill " + ", ".join(
-            f"{(x['rel_error'] or 0) * 100:+.2f}% ({x['sessions']} sessions writing {g})"
-            for g, x in wi["fidelity"].items() if x["sessions"]) + "; a what-if smaller than that error on the "
-            "sessions it changes is not distinguishable")
+            ("n/a" if x["rel_error"] is None else f"{x['rel_error'] * 100:+.2f}%") + f" ({x['sessions']} sessions writing {g})"
+            for g, x in groups) + "; a what-if smaller than that error on the sessions it changes is not distinguishable")
     if rest:
         md += ["", "; ".join(rest).capitalize() + " (chart: *Cost by cache scenario*)." if wi else
                "; ".join(rest).capitalize() + "."]

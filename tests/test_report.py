@@ -290,3 +290,24 @@ def test_html_renders_markdown_and_escapes_raw_html(tmp_path):
     assert '<div class="table"><table>' in page and "<td><em>2</em></td>" in page
     assert '<figcaption>A caption</figcaption>' in page and "data:image/png;base64," in page
     assert "img/a.png" not in page
+
+
+def test_report_on_logs_without_usage_states_no_model_error(tmp_path, monkeypatch):
+    """Copilot CLI logs record output tokens only: the what-if paragraph stated "model-only cost
+    error against the recorded bill ;" (nothing after it), and the fidelity errors are "-"."""
+    from conftest import shared_logs
+
+    from replay.ingest.keys import load_or_create_master_key
+
+    load_or_create_master_key(tmp_path / "key")
+    monkeypatch.setenv("CTXREPLAY_KEY_FILE", str(tmp_path / "key"))
+    db = tmp_path / "c.duckdb"
+    runner = CliRunner()
+    for args in (["ingest", str(shared_logs("copilot-cli")), "--db", str(db), "--key-file", str(tmp_path / "key")],
+                 ["replay", "--db", str(db), "--policy", "noop"],
+                 ["report", "--db", str(db), "--out", str(tmp_path / "rep")]):
+        r = runner.invoke(main, args)
+        assert r.exit_code == 0, (args, r.output)
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "recorded bill ;" not in md and "+0.00% (" not in md
+    assert "session(s) without recorded input usage" in md
