@@ -350,6 +350,7 @@ def test_without_jobs_a_new_database_fed_enough_logs_is_read_by_every_core(tmp_p
                         classmethod(lambda cls, keys, ds, jobs, preload=False: (asked.append(jobs),
                                                                                  real_start(cls, keys, ds, jobs, preload))[1]))
     monkeypatch.setattr(load, "available_cores", lambda: 6)
+    monkeypatch.setattr(load_parallel, "start_method", lambda: "fork")
     monkeypatch.setenv("CTXREPLAY_KEY_FILE", str(tmp_path / "key"))
     load_or_create_master_key(tmp_path / "key")
 
@@ -364,4 +365,6 @@ def test_without_jobs_a_new_database_fed_enough_logs_is_read_by_every_core(tmp_p
     assert run(tmp_path / "auto.duckdb") == 4  # every core, at most AUTO_MAX_JOBS
     assert run(tmp_path / "auto.duckdb") == 1  # the database exists now
     assert run(tmp_path / "one.duckdb", "--jobs", "1") == 1  # a --jobs given is kept
+    monkeypatch.setattr(load_parallel, "start_method", lambda: "spawn")
+    assert run(tmp_path / "spawn.duckdb") == 1  # where workers would be spawned: not measured, one
     assert _tables(tmp_path / "auto.duckdb") == _tables(tmp_path / "small.duckdb") == _tables(tmp_path / "one.duckdb")

@@ -24,7 +24,7 @@ from replay.cli.usage import filter_options
 @key_file_option("Master key for content hashes and pseudonyms [default: $CTXREPLAY_KEY_FILE or ~/.config/ctxreplay/key].")
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes that read, parse and token-count files (one writer; no short form: -j is --json) "
-                   "[default: every core, up to 4, for a new database fed 16 MB of logs or more; else 1].")
+                   "[default: every core, up to 4, for a new database fed 16 MB of logs or more (on Linux); else 1].")
 @json_option("Print the summary as JSON.")
 @QUIET_OPTION
 def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | None, jobs: int | None, as_json: bool,
@@ -44,7 +44,7 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
     file could be used. A --key-file (or $CTXREPLAY_KEY_FILE) must exist: only the default
     key is created on first use. --jobs N reads files in N processes (into a new database, with N > 1, one
     more reads the first files while the tokenizer loads); the result is the same. Without --jobs, a
-    new database fed 16 MB of logs or more is read with every core (up to 4), anything else with one.
+    new database fed 16 MB of logs or more is read with every core (up to 4; on Linux), anything else with one.
     """
     from replay import store
     from replay.ingest.keys import open_master_key

@@ -176,8 +176,12 @@ def available_cores() -> int:
 
 
 def auto_jobs(units: list[Unit], fresh: bool) -> int:
-    """The processes an ingest uses when not told: see ``AUTO_MIN_BYTES``."""
-    if not fresh or sum(u.size for u in units) < AUTO_MIN_BYTES:
+    """The processes an ingest uses when not told: see ``AUTO_MIN_BYTES``. Only where workers
+    are forked (Linux): a spawned worker imports everything and loads the tokenizer itself,
+    which is not measured here."""
+    from replay.store.load_parallel import start_method
+
+    if not fresh or sum(u.size for u in units) < AUTO_MIN_BYTES or start_method() != "fork":
         return 1
     return max(1, min(available_cores(), AUTO_MAX_JOBS))
 
