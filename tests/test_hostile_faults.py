@@ -543,3 +543,18 @@ def test_a_session_that_names_no_model_at_all_stops_pricing_with_one_line_and_ru
     prices.write_text('[models.""]\n' + UNPRICED_RATES)
     r = run("replay", "--db", db, "--policy", "noop", "--prices", prices, "-j")
     assert r.exit_code == 0, r.output
+
+
+def test_every_repair_reason_is_explained_in_the_ingest_summary(tmp_path):
+    """The summary says what each repair that happened did, beside its count, and nothing of the others."""
+    from replay.cli.data import REPAIRED
+    from replay.ingest.readers.report import REPAIR_REASONS
+
+    assert set(REPAIRED) == set(REPAIR_REASONS)
+    t = _session("nm", n=2)
+    next(r for r in t.records if r["type"] == "assistant" and r["message"]["usage"]["input_tokens"] == 11)[
+        "message"].pop("model")
+    t.write_jsonl(tmp_path / "logs" / "nm.jsonl")
+    r = run("ingest", tmp_path / "logs", "--db", tmp_path / "t.duckdb")
+    line = next(x for x in r.output.splitlines() if x.startswith("lines repaired"))
+    assert line == f"lines repaired and kept: missing_model=1 ({REPAIRED['missing_model']})"

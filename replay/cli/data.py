@@ -17,6 +17,15 @@ from replay.cli.fmt import count, fit, wide_option
 from replay.cli.usage import filter_options
 
 
+# what each repair did, said beside its count (only the repairs that happened are listed)
+REPAIRED = {
+    "invalid_utf8": "invalid UTF-8 replaced by U+FFFD",
+    "multi_object_line": "a line holding several JSON objects, each read",
+    "missing_message_id": "a response without an id, keyed by its request id or first line",
+    "missing_model": "a response without a model, given the one before it",
+}
+
+
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @DB_OPTION
@@ -86,9 +95,8 @@ def print_ingest_summary(summary, db: Path, dataset: str) -> None:
     if rep.skipped:
         out.print("lines skipped: " + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.skipped.items())))
     if rep.repaired:
-        out.print("lines repaired and kept (invalid UTF-8 replaced by U+FFFD, a response without an id keyed "
-                  "by its request id or first line, one without a model given the one before it): "
-                  + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.repaired.items())))
+        out.print("lines repaired and kept: " + "; ".join(
+            f"{esc(k)}={v}" + (f" ({REPAIRED[k]})" if k in REPAIRED else "") for k, v in sorted(rep.repaired.items())))
     if rep.pseudonymized:
         out.print("values pseudonymized (outside their grammar or vocabulary): "
                   + ", ".join(f"{esc(k)}={v}" for k, v in sorted(rep.pseudonymized.items())))
