@@ -232,7 +232,7 @@ def add_variants(rows: list[dict]) -> None:
             continue
         r["variants"] = {v: {"run_id": x["run_id"], "baseline_run": x.get("baseline_run"),
                              "saved_pct": x.get("saved_pct"), "saved_usd": (-x["delta"]["cost"] if x.get("delta")
-                                                                           else None),
+                                                                           and x["delta"]["cost"] is not None else None),
                              "interval": x.get("interval"), "distinguishable": x.get("distinguishable"),
                              "baseline_fidelity": x.get("baseline_fidelity")}
                          for v, x in sorted(found.items())}

@@ -159,7 +159,7 @@ def bounds(rows: list[dict]) -> list[str]:
                       f"| {r['policy']} | {settings_text(r['policy'], r['params'])} | {r['cache_config'].get('ttl')} | "
                       f"{VARIANT_NAME.get(r['variant'], r['variant'])} | {pct((r.get('saved_pct') or {}).get('cost'))} | "
                       f"{b['bound']} | {pct(b['saved_pct'])} | "
-                      f"{_share_pct(b['share']) if (r.get('saved_pct') or {}).get('cost', 0) >= 0 else 'costs more'} |"))
+                      f"{_bound_share_text(b, (r.get('saved_pct') or {}).get('cost', 0))} |"))
     md += [line for _, line in sorted(lines)]
     return md + ["", "Runs outside sweeps, the latest of each configuration; share = the policy's dollars saved / "
                  "the bound's (both against the same no-op baseline); \"costs more\": the policy costs more than the "
@@ -262,6 +262,14 @@ def fidelity(fid: dict[str, Any], img: str) -> list[str]:
     return md
 
 
+def _bound_share_text(b: dict, saved: float | None) -> str:
+    """The share of the bound's saving, "costs more" for a policy that costs more, "-" for one
+    without a cost (a run priced with NaN rates)."""
+    if saved is None:
+        return "-"
+    return _share_pct(b["share"]) if saved >= 0 else "costs more"
+
+
 def leaderboard(rows: list[dict], img: str) -> list[str]:
     md = ["## Leaderboard", "",
           "Every finished run, with its saving against its no-op baseline (same dataset, cache and price settings) and "
@@ -272,7 +280,9 @@ def leaderboard(rows: list[dict], img: str) -> list[str]:
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     # a cache what-if priced by the calibrated variant alone is listed last, unranked: that variant
     # copies the log's recorded misses, which the setting would change (`ctxreplay whatif` measures it)
-    for r in sorted(rows, key=lambda r: (calibrated_whatif(r), r["figures"]["cost"])):
+    # a run without a cost (NaN rates from an older price file) sorts last
+    for r in sorted(rows, key=lambda r: (calibrated_whatif(r), r["figures"]["cost"] is None,
+                                         r["figures"]["cost"] or 0.0)):
         f = r["figures"]
         s = r.get("saved_pct") or {}
         dist = (r.get("distinguishable") or {}).get("cost")

@@ -311,3 +311,25 @@ def test_report_on_logs_without_usage_states_no_model_error(tmp_path, monkeypatc
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "recorded bill ;" not in md and "+0.00% (" not in md
     assert "session(s) without recorded input usage" in md
+
+
+def test_a_run_without_a_cost_does_not_stop_compare_or_the_report(demo, tmp_path):
+    """A run priced with NaN rates (a price file before rates were checked) has no cost: `compare`
+    crashed on its saving in dollars, the report's leaderboard on sorting it. It is listed, last."""
+    import duckdb
+
+    db = tmp_path / "d.duckdb"
+    shutil.copy(demo / "demo.duckdb", db)
+    con = duckdb.connect(str(db))
+    run_id = con.execute("SELECT run_id FROM runs WHERE policy = 'devboy_lru' AND status = 'finished' "
+                         "ORDER BY run_id LIMIT 1").fetchone()[0]
+    con.execute("UPDATE run_sessions SET cost = 'nan'::DOUBLE WHERE run_id = ?", [run_id])
+    con.close()
+    r = CliRunner().invoke(main, ["compare", "--db", str(db), "--json"])
+    assert r.exit_code == 0, r.output
+    row = next(x for x in json.loads(r.stdout) if x["run_id"] == run_id)
+    assert row["figures"]["cost"] is None
+    r = CliRunner().invoke(main, ["report", "--db", str(db), "--out", str(tmp_path / "rep")])
+    assert r.exit_code == 0, r.output
+    board = (tmp_path / "rep" / "report.md").read_text().split("## Leaderboard")[1].split("\n## ")[0]
+    assert run_id in board.splitlines()[-3] or run_id in "\n".join(board.splitlines()[-6:])
