@@ -15,15 +15,8 @@ from replay.cli.common import (
 )
 from replay.cli.fmt import count, fit, wide_option
 from replay.cli.usage import filter_options
+from replay.ingest.readers.report import REPAIRS as REPAIRED  # what each repair did, said beside its count
 
-
-# what each repair did, said beside its count (only the repairs that happened are listed)
-REPAIRED = {
-    "invalid_utf8": "invalid UTF-8 replaced by U+FFFD",
-    "multi_object_line": "a line holding several JSON objects, each read",
-    "missing_message_id": "a response without an id, keyed by its request id or first line",
-    "missing_model": "a response without a model, given the one before it",
-}
 
 
 @click.command()

@@ -18,12 +18,16 @@ SKIP_REASONS = (
     "missing_usage",
     "invalid_usage",
 )
-# Lines kept after a repair (counted, never silently).
-# multi_object_line: a JSONL line holding several complete JSON objects, each read.
-# missing_message_id: a response without message.id, kept under its request id or first line.
-# missing_model: a response that names no model, priced as its stream's previous one (else the
-# session's latest); with no earlier model it keeps none, and pricing it stops with an error.
-REPAIR_REASONS = ("invalid_utf8", "multi_object_line", "missing_message_id", "missing_model")
+# Lines kept after a repair (counted, never silently), with what the repair did: the ingest
+# summary says it beside each count. missing_model: with no earlier model in the session the
+# response keeps none, and pricing it stops with an error.
+REPAIRS = {
+    "invalid_utf8": "invalid UTF-8 replaced by U+FFFD",
+    "multi_object_line": "a line holding several JSON objects, each read",
+    "missing_message_id": "a response without an id, keyed by its request id or first line",
+    "missing_model": "a response without a model, given the one before it",
+}
+REPAIR_REASONS = tuple(REPAIRS)
 MAX_DETAIL = 120
 
 
