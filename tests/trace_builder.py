@@ -80,11 +80,12 @@ class TraceBuilder:
 
     def request(self, ts: int, *, model: int = 0, uncached: int = 0, read: int = 0, w5: int = 0, w1h: int = 0,
                 output: int = 100, has_usage: bool = False, version: str | None = None,
-                event: str | None = None) -> int:
+                event: str | None = None, miss: str | None = None, miss_tokens: int | None = None) -> int:
         self.requests.append(dict(r_pos=len(self.blocks), r_partition=self.partition, r_ts=ts, r_model=model,
                                   r_uncached=uncached, r_w5=w5, r_w1h=w1h, r_read=read, r_output=output,
                                   r_has_usage=has_usage, r_user_turn=self.turn,
-                                  r_version=version if version is not None else self.version, r_event=event))
+                                  r_version=version if version is not None else self.version, r_event=event,
+                                  r_miss=miss, r_miss_tokens=miss_tokens))
         return len(self.requests) - 1
 
     def stream(self, stream_id: int = 0, kind: str = "main") -> Stream:
@@ -95,7 +96,8 @@ class TraceBuilder:
                                     "user_turn", "ts")}
         rcols = {c: [r[c] for r in self.requests] for c in ("r_pos", "r_partition", "r_ts", "r_model", "r_uncached",
                                                              "r_w5", "r_w1h", "r_read", "r_output", "r_has_usage",
-                                                             "r_user_turn", "r_version", "r_event")}
+                                                             "r_user_turn", "r_version", "r_event", "r_miss",
+                                                             "r_miss_tokens")}
         n = len(self.requests)
         return Stream(session_key=self.session_key, stream_id=stream_id, kind=kind, **cols, **rcols,
                       overhead={m: float(self.overhead) for m in range(len(self.models))},

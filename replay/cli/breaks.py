@@ -46,7 +46,11 @@ def breaks(db, dataset, session, limit, prices_file, price_date, as_json):
     turn that loads a skill by slash command, or the turn after one that loaded a skill),
     content_removed, system_changed, first_message_rewritten, history_rewritten (at p) or
     unexplained. Causes marked "(inferred)" rest on where the read stopped, not on anything the
-    log shows changing. Rules: docs/replay-model.md, "Cache breaks".
+    log shows changing. Where the log carries the provider's own reason for a miss (Claude Code
+    2.1.119+: previous_message_not_found, messages_changed, tools_changed, system_changed,
+    model_changed, unavailable), each break shows it beside the inferred cause and whether the
+    two name the same kind of change (expiry, messages, system/tools, model, provider).
+    Rules: docs/replay-model.md, "Cache breaks".
     Models with automatic caching (OpenAI, Gemini) are not classified.
     """
     from replay.experiments.breaks import breaks as find
@@ -117,12 +121,33 @@ def _print(rows: list[dict], shown: list[dict], summary: dict, n: int) -> None:
             c.add_row(esc(b["label"]), b["evidence"], count(b["count"]), count(b["tokens"]), amount(b["cost"]),
                       _pct(b["share"]))
     print_table(fit(c))
+    _print_provider(summary.get("provider") or {})
     out.print(f"{summary['breaks']:,} breaks in {summary['sessions_with_breaks']:,} session(s) "
               f"({summary['requests']:,} requests with usage) re-billed {summary['tokens']:,} tokens "
               f"({money(summary['cost'])}); a cause other than unexplained names {_pct(summary['named_share'])} of "
               f"them ({_pct(summary['named_share_without_first_message'])} without first_message_rewritten, "
               f"{_pct(summary['named_share_direct'])} without any inferred cause)"
               + _skipped(summary))
+
+
+def _print_provider(p: dict) -> None:
+    """The provider's stated reasons (Claude Code 2.1.119+) beside the inferred causes."""
+    if not p.get("breaks_with_reason") and not p.get("reasons_not_breaks"):
+        return
+    t = Table("provider's reason", "breaks", "cause agrees", "re-billed tokens", "inferred causes",
+              title="The provider's reason for a miss beside the inferred cause (Claude Code 2.1.119+)")
+    t.columns[4].no_wrap, t.columns[4].overflow = False, "fold"
+    for r in p["by_reason"]:
+        t.add_row(esc(r["reason"]), count(r["breaks"]), f"{r['agree']:,} ({_pct(r['agree'] / r['breaks'])})",
+                  count(r["tokens"]), esc(", ".join(f"{c} {n}" for c, n in r["causes"].items())))
+    print_table(fit(t))
+    silent = p["breaks_without_reason_in_reporting_versions"]
+    causes = ", ".join(f"{c} {n}" for c, n in p["causes_without_reason_in_reporting_versions"].items())
+    out.print(f"the cause agrees with the provider's reason at {p['agree']:,} of {p['breaks_with_reason']:,} "
+              f"breaks ({_pct(p['agreement'])}); in the client versions that report reasons, "
+              f"{silent:,} breaks carry none" + (f" ({esc(causes)})" if silent else "")
+              + (f"; {p['reasons_not_breaks']:,} reasons fall on requests whose read is no break "
+                 f"(a partial miss within the tolerance)" if p["reasons_not_breaks"] else ""))
 
 
 def _skipped(summary: dict) -> str:

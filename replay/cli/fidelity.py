@@ -116,6 +116,7 @@ def _print_validation(pub: dict, plot_path: Path) -> None:
     f.add_row("  simulated less / more", *(f"{v['sim_less']:,} / {v['sim_more']:,}" for v in vs.values()))
     print_table(f)
     _print_skill(pub)
+    _print_reasons(o.get("provider_reasons") or {})
     out.print(f"  recorded cost ${o['recorded']['cost']:,.2f}, simulated ${o['simulated']['cost']:,.2f}; "
               f"{o['requests_with_residual']:,} of {o['requests']:,} requests carry a residual")
     if plot_path:
@@ -148,6 +149,33 @@ def _print_skill(pub: dict) -> None:
     t.add_row("its matches the model misses", "", *(f"{x['new_misses']:,}" for x in vs))
     t.add_row("skill: 1 - model misses / its misses", "", *(pct(x["skill"], 0) for x in vs))
     print_table(t)
+
+
+def _print_reasons(pr: dict) -> None:
+    """The predicted misses scored against the provider's stated reasons (Claude Code 2.1.119+)."""
+    if not pr.get("requests"):
+        return
+    names = {"model_only": "model only", "never_breaks": "never breaks", "ttl_only": "TTL only",
+             "calibrated": "calibrated"}
+    vs = {names[k]: v for k, v in pr["variants"].items() if k in names}
+    t = Table("against the provider's reasons", *vs,
+              title=f"Predicted misses against the provider's stated reasons ({pr['requests']:,} requests of client "
+                    f"{pr['from_version']}+, {pr['provider_misses']:,} reported misses)")
+
+    def share(v):
+        return "-" if v is None else f"{v:.1%}"
+
+    t.add_row("requests where both agree", *(share(v["agreement"]) for v in vs.values()))
+    t.add_row("reported misses predicted (recall)", *(f"{v['both']:,} ({share(v['recall'])})" for v in vs.values()))
+    t.add_row("predicted misses reported (precision)", *(share(v["precision"]) for v in vs.values()))
+    t.add_row("predicted misses not reported", *(f"{v['replay_only']:,}" for v in vs.values()))
+    reasons = sorted({r for v in vs.values() for r in v["by_reason"]})
+    for r in reasons:
+        t.add_row(f"  {esc(r)} predicted", *(
+            f"{v['by_reason'][r]['predicted']:,} of {v['by_reason'][r]['misses']:,}" if r in v["by_reason"] else "-"
+            for v in vs.values()))
+    print_table(t)
+    out.print("  per client version: --json, overall.provider_reasons.variants.*.by_version")
 
 
 COMMANDS = [validate]

@@ -94,6 +94,37 @@ CAUSES = (
 )
 BY_NAME = {c.name: c for c in CAUSES}
 
+# The provider's stated reasons (``trace.MISS_REASONS``, Claude Code 2.1.119+) and the inferred
+# causes that name the same kind of change: an entry that expired or was dropped
+# (previous_message_not_found), the messages, the system prompt or tools, the model, or the
+# provider itself. A break agrees with its reason when its cause is in the reason's family.
+REASON_FAMILY = {
+    "previous_message_not_found": "expiry",
+    "messages_changed": "messages",
+    "system_changed": "system",
+    "tools_changed": "system",
+    "model_changed": "model",
+    "unavailable": "provider",
+    "other": "other",
+}
+CAUSE_FAMILY = {
+    "ttl_5m": "expiry", "ttl_1h": "expiry",
+    "model_switch": "model",
+    "system_changed": "system",
+    "compaction": "messages", "thinking_switch": "messages", "resumed": "messages", "task_turn": "messages",
+    "skill_turn": "messages", "content_removed": "messages", "first_message_rewritten": "messages",
+    "history_rewritten": "messages",
+    "unexplained": "provider",
+}
+
+
+def agrees(reason: str | None, cause: str) -> bool | None:
+    """Whether an inferred cause names the kind of change the provider's reason names (None
+    without a reason)."""
+    if reason is None:
+        return None
+    return REASON_FAMILY.get(reason) == CAUSE_FAMILY.get(cause)
+
 
 def is_auto_cached(model: str) -> bool:
     """Automatic (best-effort) prompt caching: OpenAI and Gemini models, as in the engine."""
@@ -194,6 +225,7 @@ def classify_stream(st: Stream, models: list[str], prices: PriceTable, tool_name
     """(break rows, requests classified, requests of automatically cached models skipped) of
     one stream; ``tool_names``: the dataset's tool names (the task-turn rule needs them)."""
     rows: list[dict[str, Any]] = []
+    reasons = st.r_miss or [None] * st.n_requests
     ttls = stream_ttls(st, CacheConfig())
     switches = thinking_switches(st, models, CacheConfig())
     rewrites = rewrite_causes(st, list(tool_names), CacheConfig())
@@ -220,6 +252,9 @@ def classify_stream(st: Stream, models: list[str], prices: PriceTable, tool_name
         row = _classify(st, j, k, models, prices, ttls[j], sys_ref, switches[k], rewrites[k])
         if row is not None:
             rows.append(row)
+        elif reasons[k] is not None:  # the provider names a miss the read does not show as a break
+            rows.append({"session": st.session_key, "stream": st.stream_id, "request": k,
+                         "provider_reason": reasons[k], "not_a_break": True})
     return rows, seen, skipped
 
 
@@ -249,6 +284,10 @@ def _classify(st: Stream, j: int, k: int, models: list[str], prices: PriceTable,
         "cached": round(cached), "read": int(read), "written": int(st.r_w5[k] + st.r_w1h[k]),
         "uncached": int(st.r_uncached[k]), "p": p, "p_kind": BLOCK_KINDS[st.bkind[p]] if p < pos else None,
         "at_system_prefix": p <= s0, "turn_start": u >= 0,
+        "provider_reason": st.r_miss[k] if st.r_miss else None,
+        "provider_missed": st.r_miss_tokens[k] if st.r_miss_tokens else None,
+        "agrees": agrees(st.r_miss[k] if st.r_miss else None, cause),
+        "client_version": st.r_version[k] if st.r_version else None,
     }
 
 
@@ -257,13 +296,53 @@ def find_breaks(ds: Dataset, prices: PriceTable | None = None) -> tuple[list[dic
     prices = prices or PriceTable()
     rows: list[dict[str, Any]] = []
     counts = {"requests": 0, "not_classified": 0}
+    counts["reasons_not_breaks"] = 0
+    unflagged: dict[str, int] = {}
     for s in ds.sessions:
         for st in s.streams:
             got, seen, skipped = classify_stream(st, ds.vocab.models, prices, ds.vocab.tool_names)
-            rows += [{"session": r["session"], "agent": s.agent, **r} for r in got]
+            for r in got:
+                if r.get("not_a_break"):
+                    unflagged[r["provider_reason"]] = unflagged.get(r["provider_reason"], 0) + 1
+                else:
+                    rows.append({"session": r["session"], "agent": s.agent, **r})
             counts["requests"] += seen
             counts["not_classified"] += skipped
+    counts["reasons_not_breaks"] = sum(unflagged.values())
+    counts["reasons_not_breaks_by_reason"] = dict(sorted(unflagged.items()))
     return rows, counts
+
+
+def provider_agreement(rows: list[dict[str, Any]], counts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The provider's stated reasons beside the inferred causes: per reason, the breaks that
+    carry it, how many of their causes name the same kind of change, and the causes given; the
+    breaks in client versions that report reasons (a version with at least one reason) that
+    carry none; and the reasons on requests the read does not show as a break."""
+    with_reason = [r for r in rows if r.get("provider_reason")]
+    reporting = {r.get("client_version") for r in with_reason}
+    by_reason = []
+    for reason in sorted({r["provider_reason"] for r in with_reason}):
+        mine = [r for r in with_reason if r["provider_reason"] == reason]
+        causes: dict[str, int] = {}
+        for r in mine:
+            causes[r["cause"]] = causes.get(r["cause"], 0) + 1
+        by_reason.append({"reason": reason, "family": REASON_FAMILY.get(reason), "breaks": len(mine),
+                          "agree": sum(1 for r in mine if r["agrees"]),
+                          "tokens": sum(r["tokens"] for r in mine), "causes": dict(sorted(causes.items()))})
+    silent = [r for r in rows if not r.get("provider_reason") and r.get("client_version") in reporting]
+    silent_causes: dict[str, int] = {}
+    for r in silent:
+        silent_causes[r["cause"]] = silent_causes.get(r["cause"], 0) + 1
+    counts = counts or {}
+    return {
+        "breaks_with_reason": len(with_reason), "agree": sum(1 for r in with_reason if r["agrees"]),
+        "agreement": _share(sum(1 for r in with_reason if r["agrees"]), len(with_reason)),
+        "by_reason": by_reason, "reporting_versions": sorted(v for v in reporting if v),
+        "breaks_without_reason_in_reporting_versions": len(silent),
+        "causes_without_reason_in_reporting_versions": dict(sorted(silent_causes.items())),
+        "reasons_not_breaks": counts.get("reasons_not_breaks", 0),
+        "reasons_not_breaks_by_reason": counts.get("reasons_not_breaks_by_reason", {}),
+    }
 
 
 def _share(part: float, whole: float) -> float | None:
@@ -305,6 +384,7 @@ def summarize(rows: list[dict[str, Any]], counts: dict[str, int] | None = None, 
         "cost": round(cost, 6), "named_share": _share(tokens - unexplained, tokens),
         "named_share_without_first_message": _share(tokens - unexplained - first, tokens),
         "named_share_direct": _share(direct, tokens), "by_cause": by_cause, "top_sessions": sessions[:top],
+        "provider": provider_agreement(rows, counts),
     }
 
 

@@ -47,6 +47,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from replay.experiments import provider_reasons
 from replay.model.arrays import Dataset, load_dataset, speed_column
 from replay.model.cache import CacheConfig
 from replay.engine import ReplayOptions, replay_session
@@ -358,6 +359,8 @@ def validate(con, dataset: str, opts: ReplayOptions) -> dict[str, Any]:
             by_agent[a] = {"sessions": 0, "note": "no input usage recorded: replayed on BPE counts, not validated"}
     overall["by_agent"] = by_agent
     overall["by_provider"] = by_provider(ds, recorded, sims, sessions)
+    overall["provider_reasons"] = provider_reasons.score(ds, {"calibrated": sims["calibrated"],
+                                                             "model_only": sims["model_only"], **naive})
     overall["requests"] = ds.n_requests
     overall["requests_with_residual"] = sum(x["residual_requests"] for x in sessions)
     overall["requests_without_usage"] = sum(x["requests_without_usage"] for x in sessions)

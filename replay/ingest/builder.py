@@ -27,7 +27,7 @@ from replay.ingest.keys import Keyring
 from replay.ingest.readlines import LineHasher, is_preview
 from replay.ingest.readers.report import ReadReport
 from replay.ingest.tokens import count_many, image_tokens
-from replay.ingest.trace import CLIENT_EVENTS, SessionTrace
+from replay.ingest.trace import CLIENT_EVENTS, MISS_REASONS, SessionTrace
 
 USAGE_COLUMNS = ("input_tokens", "cache_write_5m", "cache_write_1h", "cache_read", "output_tokens")
 # What a tool_use remembers for its tool_result: name, kind, resource, line_start, line_end, args_hash.
@@ -324,7 +324,7 @@ class TraceBuilder:
             "partition": st.partition, "user_turn": st.user_turn, "ts": ts, "model": model or "",
             "msg_key": self.keys.short("message", msg_id, 16), **dict.fromkeys(USAGE_COLUMNS, 0),
             "has_usage": False, "ttl_split_known": False, "resumed_copy": resumed, "speed": None,
-            "client_version": version, "client_event": st.event,
+            "client_version": version, "client_event": st.event, "miss_reason": None, "miss_tokens": None,
         })
         st.event = None
         st.n_req += 1
@@ -355,6 +355,16 @@ class TraceBuilder:
         r["speed"][row] = speed if speed in ("fast", "standard") else None
         if msg_id is not None:
             r["msg_key"][row] = self.keys.short("message", msg_id, 16)
+
+    def miss_reason(self, row: int, reason: Any, missed: Any) -> None:
+        """The provider's account of a cache miss at request ``row``: its type, kept only when it
+        is one of ``MISS_REASONS`` (anything else is "other"), and the input tokens it says
+        were missed (an invalid count is None)."""
+        if reason is None:
+            return
+        self.trace.requests["miss_reason"][row] = reason if isinstance(reason, str) and reason in MISS_REASONS \
+            else "other"
+        self.trace.requests["miss_tokens"][row] = checks.valid_count(missed)
 
     def compaction(self, st: Stream, ts: int | None, trigger: Any, pre_tokens: Any) -> None:
         """Start a new partition of ``st`` at its current position (an invalid ``pre_tokens`` is None)."""

@@ -61,7 +61,7 @@ MCP_TOOL_VOCAB = frozenset("""fs_read_file fs_grep_files fs_list_files fs_create
 CLAUDE_CODE_TOOLS = frozenset("""Agent Bash BashOutput Edit EnterPlanMode ExitPlanMode Glob Grep KillShell KillBash
     LS LSP MultiEdit NotebookEdit NotebookRead PowerShell Read Skill SlashCommand Task TaskCreate TaskGet TaskList
     TaskOutput TaskStop TaskUpdate TodoRead TodoWrite WebFetch WebSearch Write AskUserQuestion
-    ListMcpResourcesTool ReadMcpResourceTool""".split())
+    ListMcpResourcesTool ReadMcpResourceTool ToolSearch ScheduleWakeup Workflow Monitor""".split())
 TOOL_VOCAB = CLAUDE_CODE_TOOLS | MCP_TOOL_VOCAB | frozenset("""
     shell shell_command container.exec local_shell unified_exec exec_command write_stdin read_stdin kill_session
     apply_patch update_plan read_file view_image web_search tool_search list_dir grep_files

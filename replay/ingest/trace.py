@@ -87,7 +87,15 @@ CLIENT_EVENTS = ("resume", "skill")
 # UTF-8 byte order mark no longer costs a file its first line; identifiers keep less
 # (`replay.ingest.identifiers`): a path component keeps only a known extension, a version
 # its major.minor.patch, an MCP tool name becomes mcp__srv_<hash>__tool_<hash>.
-TRACE_REVISION = 6
+# 7: the provider's account of a cache miss (Claude Code 2.1.119+,
+# ``message.diagnostics.cache_miss_reason``) is kept per request (``miss_reason``, ``miss_tokens``).
+TRACE_REVISION = 7
+
+# The provider's stated reasons for a cache miss (Claude Code from 2.1.119 writes them as
+# ``message.diagnostics.cache_miss_reason.type``). A closed vocabulary: any other value is
+# stored as "other", so a log cannot put text of its choosing into the trace.
+MISS_REASONS = ("previous_message_not_found", "messages_changed", "tools_changed", "system_changed",
+                "model_changed", "unavailable", "other")
 
 SESSION_COLUMNS = (
     "session_key", "dataset", "file_key", "agent", "session_id", "agent_version",
@@ -99,6 +107,7 @@ REQUEST_COLUMNS = (
     "session_key", "stream_id", "req_idx", "position", "partition", "user_turn", "ts",
     "model", "msg_key", "input_tokens", "cache_write_5m", "cache_write_1h", "cache_read",
     "output_tokens", "has_usage", "ttl_split_known", "resumed_copy", "speed", "client_version", "client_event",
+    "miss_reason", "miss_tokens",
 )
 BLOCK_COLUMNS = (
     "session_key", "stream_id", "pos", "partition", "user_turn", "req_idx", "ts", "role",

@@ -93,6 +93,11 @@ class Stream:
     # per request: the client version the log gives and the client event before it (or None)
     r_version: list[str | None] = field(default_factory=list)
     r_event: list[str | None] = field(default_factory=list)
+    # per request: the provider's stated reason for a cache miss (``trace.MISS_REASONS``) and the
+    # input tokens it says were missed, or None; read by breaks, validate and the what-ifs'
+    # recorded estimator, never by the predictive model (they are its labels)
+    r_miss: list[str | None] = field(default_factory=list)
+    r_miss_tokens: list[int | None] = field(default_factory=list)
     # per model code, for a model whose first request here read nothing from cache: the system
     # prefix other streams of the dataset show for that model and client version
     # (:func:`shared_system_prefixes`; the engine's ``system_prefix = "dataset"``), and the one
@@ -155,10 +160,11 @@ class Dataset:
         return sum(s.n_requests for s in self.sessions)
 
 
-def request_column(con, name: str) -> str:
+def request_column(con, name: str, sql_type: str = "VARCHAR") -> str:
     """SQL for a request column added by a later migration (``speed``, ``client_version``,
-    ``client_event``), or NULL where the database predates it (opened read-only)."""
-    return f"r.{name}" if has_column(con, "requests", name) else "NULL::VARCHAR"
+    ``client_event``, ``miss_reason``, ``miss_tokens``), or NULL where the database predates it
+    (opened read-only)."""
+    return f"r.{name}" if has_column(con, "requests", name) else f"NULL::{sql_type}"
 
 
 def speed_column(con) -> str:
@@ -202,7 +208,9 @@ def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[s
                    coalesce(r.ts, -1) AS ts, r.model, r.input_tokens, r.cache_write_5m, r.cache_write_1h,
                    r.cache_read, r.output_tokens, r.has_usage, {speed_column(con)} AS speed,
                    {request_column(con, "client_version")} AS client_version,
-                   {request_column(con, "client_event")} AS client_event
+                   {request_column(con, "client_event")} AS client_event,
+                   {request_column(con, "miss_reason")} AS miss_reason,
+                   {request_column(con, "miss_tokens", "BIGINT")} AS miss_tokens
             FROM requests r JOIN sessions s USING (session_key) WHERE {where} ORDER BY 1, 2, 3""", params).df()
     # a request the log says ran in fast mode is priced (and cached) under its own key, "MODEL (fast)"
     fast = (reqs["speed"] == "fast") & reqs["model"].notna()
@@ -248,6 +256,8 @@ def load_dataset(con, dataset: str, *, anchor: bool = True, session_keys: list[s
         "r_user_turn": reqs["user_turn"].to_numpy(np.int64),
         "r_version": reqs["client_version"].astype(object).where(reqs["client_version"].notna(), None).to_numpy(),
         "r_event": reqs["client_event"].astype(object).where(reqs["client_event"].notna(), None).to_numpy(),
+        "r_miss": reqs["miss_reason"].astype(object).where(reqs["miss_reason"].notna(), None).to_numpy(),
+        "r_miss_tokens": reqs["miss_tokens"].astype(object).where(reqs["miss_tokens"].notna(), None).to_numpy(),
     }
     by_session: dict[str, list[Stream]] = {k: [] for k in sess["session_key"].tolist()}
     read_lines = load_read_lines(con, where, params)

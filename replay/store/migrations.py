@@ -202,4 +202,12 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE source_files ADD COLUMN stat_sig VARCHAR;
         """,
     ),
+    (
+        10,
+        "the provider's stated reason for a cache miss and the tokens it says were missed",
+        """
+        ALTER TABLE requests ADD COLUMN miss_reason VARCHAR;
+        ALTER TABLE requests ADD COLUMN miss_tokens BIGINT;
+        """,
+    ),
 ]

@@ -9,8 +9,10 @@ the same records) and separate ``<session>/subagents/agent-*.jsonl`` files. Quir
   once, ``output_tokens`` taken from the last line (earlier lines carry partial streaming
   counts); a line whose usage holds an invalid count is skipped whole (``invalid_usage``);
 * ``toolUseResult`` is a UI copy of a tool result, not model context: ignored;
-* ``progress``, ``file-history-snapshot``, ``queue-operation``, ``summary``, ``last-prompt``,
-  ``pr-link`` and UI-only ``system`` lines are counted as non-context;
+* ``NON_CONTEXT_TYPES`` (progress, snapshots, 2.1.6x+ UI state) and UI-only ``system`` lines
+  are counted as non-context;
+* ``message.diagnostics.cache_miss_reason`` (2.1.119+) is the request's ``miss_reason``
+  (``trace.MISS_REASONS``) and ``miss_tokens``;
 * ``system``/``compact_boundary`` starts a new compaction partition; the following
   ``isCompactSummary`` user line is its ``compact_summary`` block;
 * inline sidechains (``isSidechain`` in 1.0.x files, timestamps out of order) become one
@@ -51,9 +53,9 @@ from replay.ingest.trace import PROGRESS_SUBAGENT, SessionTrace, tool_kind
 
 AGENT = "claude-code"
 
-NON_CONTEXT_TYPES = frozenset(
-    {"progress", "file-history-snapshot", "queue-operation", "summary", "last-prompt", "pr-link"}
-)
+NON_CONTEXT_TYPES = frozenset(  # the last six: 2.1.6x+ client UI state, never sent to the model
+    {"progress", "file-history-snapshot", "queue-operation", "summary", "last-prompt", "pr-link",
+     "ai-title", "custom-title", "mode", "permission-mode", "bridge-session", "agent-name"})
 CONTEXT_TYPES = frozenset({"user", "assistant", "attachment"})
 SYNTHETIC_MODEL = "<synthetic>"
 # SessionStart hook sources after a stream's first request: a resume is a client event of the
@@ -85,7 +87,6 @@ _FILE_TOOLS_PATH_KEY = {
 def looks_like_claude_code(rec: dict[str, Any]) -> bool:
     t = rec.get("type")
     return "sessionId" in rec or (isinstance(t, str) and t in CONTEXT_TYPES | NON_CONTEXT_TYPES | {"system"})
-
 
 
 def _sniff(records: list[tuple[int, dict]]) -> bool:
@@ -329,6 +330,9 @@ class _ClaudeReader:
         # Every line repeats the same usage except output_tokens, which grows while
         # streaming: the last line wins.
         self.b.set_usage(row, ttl_split_known=split_known, speed=usage.get("speed"), **counts)
+        miss = msg["diagnostics"].get("cache_miss_reason") if isinstance(msg.get("diagnostics"), dict) else None
+        if isinstance(miss, dict):
+            self.b.miss_reason(row, miss.get("type"), miss.get("cache_missed_input_tokens"))
 
     def _user(self, rec: dict, msg: dict, st: Stream, ts: int | None) -> None:
         content = msg.get("content")
