@@ -349,26 +349,25 @@ def breaks_by_cause(by_cause: list[dict]):
     return fig
 
 
-def whatif_costs(scenarios: list[dict], baseline_cost: float):
-    """Cost of each cache what-if scenario (`ctxreplay whatif`, model-only) with the 95% interval
-    of its saving, beside the recorded settings' replay (the dashed line)."""
-    d = sorted(scenarios, key=lambda r: r["scenario"]["cost"])[::-1]
+def whatif_costs(scenarios: list[dict], baseline_cost: float | None = None):
+    """Saving of each cache what-if scenario (`ctxreplay whatif`) with its 95% interval: the
+    headline estimator's (the recorded requests re-priced where the lever allows, else the
+    predictive replay), each against its own baseline, so the dashed line is no change."""
+    d = sorted(scenarios, key=lambda r: r["saved_pct"]["cost"] or 0.0)
     fig, ax = plt.subplots(figsize=(8, 0.42 * len(d) + 1.4))
     y = np.arange(len(d))
-    cost = np.array([r["scenario"]["cost"] for r in d])
-    lo = np.array([(r["interval_pct"]["cost"] or {}).get("high", np.nan) for r in d])  # high saving = low cost
-    hi = np.array([(r["interval_pct"]["cost"] or {}).get("low", np.nan) for r in d])
-    c_lo = baseline_cost * (1 - np.nan_to_num(lo, nan=0.0) / 100)
-    c_hi = baseline_cost * (1 - np.nan_to_num(hi, nan=0.0) / 100)
-    err = np.clip(np.array([cost - c_lo, c_hi - cost]), 0, None)
+    pct = np.array([r["saved_pct"]["cost"] or 0.0 for r in d])
+    lo = np.array([(r["interval_pct"]["cost"] or {}).get("low", np.nan) for r in d])
+    hi = np.array([(r["interval_pct"]["cost"] or {}).get("high", np.nan) for r in d])
+    err = np.clip(np.array([np.where(np.isnan(lo), 0.0, pct - lo), np.where(np.isnan(hi), 0.0, hi - pct)]), 0, None)
     # points with whiskers, not bars from 0: the differences are a few percent of the cost
     for i, r in enumerate(d):
-        ax.errorbar(cost[i], y[i], xerr=err[:, i:i + 1], fmt="o", capsize=3, elinewidth=1.1,
-                    color=PALETTE[2] if r["distinguishable"] else "#999999")
-    ax.axvline(baseline_cost, color="black", lw=0.9, ls="--", label="recorded settings (model-only)")
+        ax.errorbar(pct[i], y[i], xerr=err[:, i:i + 1], fmt="o" if r.get("headline") != "predictive" else "s",
+                    capsize=3, elinewidth=1.1, color=PALETTE[2] if r["distinguishable"] else "#999999")
+    ax.axvline(0.0, color="black", lw=0.9, ls="--", label="no change")
     ax.set_yticks(y, [f"{r['name']}\n{r['saved_pct']['cost']:+.2f}%{'' if r['distinguishable'] else ', n.d.'}"
                       for r in d], fontsize=8)
     _legend(ax, fontsize=8)
-    _style(ax, "Cost under each cache scenario (model-only; whiskers: 95% interval; grey: not distinguishable)",
-           "cost ($)", "")
+    _style(ax, "Saving under each cache scenario (circles: recorded requests re-priced; squares: predictive "
+           "replay; whiskers: 95% interval; grey: not distinguishable)", "cost saved (%)", "")
     return fig

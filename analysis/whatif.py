@@ -17,6 +17,7 @@ import numpy as np
 
 from replay.engine import ReplayOptions
 from replay.experiments.whatif import BOUND, SCENARIOS, VARIANT, TTL_CARRIES, replay_scenarios
+from replay.experiments.whatif_recorded import reprice
 from replay.model.arrays import Dataset
 
 from . import intervals as iv
@@ -36,6 +37,10 @@ def whatif(ds: Dataset, opts: ReplayOptions, names: list[str] | None = None, n_r
     recorded, usage = raw["recorded"], raw["usage_cost"]
     fidelity = _fidelity(keys, raw["groups"], recorded, usage)
     rows = _compare(keys, costs, writes, raw["names"], recorded, usage["recorded"], n_resamples)
+    rep = reprice(ds, opts.prices, raw["names"])
+    assert rep["session_keys"] == keys
+    for r in rows:
+        two_estimators(r, keys, rep, recorded, usage["recorded"], n_resamples)
     for r in rows:
         n = r["name"]
         r["totals"] = totals[n]
@@ -50,7 +55,9 @@ def whatif(ds: Dataset, opts: ReplayOptions, names: list[str] | None = None, n_r
                      variant=VARIANT)
     by = {r["name"]: r for r in rows}
     if BOUND in by and "online_1h_after_idle" in by and by[BOUND]["saved"]["cost"] > 0:
-        by[BOUND]["online_share_of_bound"] = by["online_1h_after_idle"]["saved"]["cost"] / by[BOUND]["saved"]["cost"]
+        # the bound is the predictive replay's: compared with the online rule's predictive saving
+        by[BOUND]["online_share_of_bound"] = by["online_1h_after_idle"]["predictive"]["saved"] / \
+            by[BOUND]["saved"]["cost"]
     extra = {"session_keys": keys, "per_session": costs} if per_session else {}
     return {
         **extra,
@@ -117,6 +124,7 @@ def _compare(keys, costs, writes, names, recorded, base_usage_cost, n_resamples)
         err = abs(sum(base_usage_cost[keys[i]] for i in changed) - rec) / rec if rec else None
         on_changed = float(diff[changed].sum() / base[changed].sum()) if changed and base[changed].sum() else 0.0
         row["sessions_changed"] = len(changed)
+        row["_changed"] = [keys[i] for i in changed]
         row["saving_on_changed_pct"] = 100 * on_changed
         row["model_error_on_changed_pct"] = None if err is None else 100 * err
         iv_cost = row["interval_pct"]["cost"]
@@ -127,3 +135,66 @@ def _compare(keys, costs, writes, names, recorded, base_usage_cost, n_resamples)
             row["per_session"] >= PRACTICAL_PER_SESSION
         rows.append(row)
     return rows
+
+
+def two_estimators(row: dict, keys: list[str], rep: dict, recorded: dict, base_usage_cost: dict,
+                   n_resamples: int) -> None:
+    """Put the predictive replay's saving under ``predictive`` and the re-priced recorded events'
+    under ``recorded_events`` (None where the lever needs the model), state their agreement, and
+    make the headline cost figures (``saved``, ``saved_pct``, ``interval_pct``, ``baseline``,
+    ``scenario`` for cost) the recorded estimator's where it exists: it changes only the events
+    the lever changes, so it carries no model error on the rest.
+
+    The predictive interval is widened by the model's per-session cost error on the sessions
+    the scenario changes, summed without cancelling (``model_error_abs_pct``): a net error can
+    be small because errors of both signs cancel. A scenario is distinguishable when every
+    estimator it has excludes 0 on the same side."""
+    n = row["name"]
+    changed = row.pop("_changed", [])
+    rec_total = sum(recorded.get(k, 0.0) for k in changed)
+    abs_err = (sum(abs(base_usage_cost[k] - recorded.get(k, 0.0)) for k in changed) / rec_total
+               if rec_total else None)
+    iv_p = row["interval_pct"]["cost"]
+    widened = None if iv_p is None else {
+        "low": iv_p["low"] - 100 * (abs_err or 0.0), "high": iv_p["high"] + 100 * (abs_err or 0.0)}
+    pred = {"saved": row["saved"]["cost"], "saved_pct": row["saved_pct"]["cost"], "interval_pct": widened,
+            "bootstrap_interval_pct": iv_p, "baseline": row["baseline"]["cost"], "scenario": row["scenario"]["cost"],
+            "model_error_net_pct": row["model_error_on_changed_pct"],
+            "model_error_abs_pct": None if abs_err is None else 100 * abs_err}
+    row["predictive"] = pred
+    recd = None
+    if n in rep["costs"]:
+        b = np.asarray(rep["recorded"], dtype=np.float64)
+        r = np.asarray(rep["costs"][n], dtype=np.float64)
+        saved = float(b.sum() - r.sum())
+        pct = saved / b.sum() if b.sum() else None
+        interval = None
+        if keys and pct is not None:
+            idx = np.asarray(sorted(range(len(keys)), key=lambda i: (b[i], keys[i])), dtype=np.int64)
+            got = iv.ratio_intervals(b[idx], r[idx][None, :], iv.resample_counts(len(keys), n_resamples),
+                                     np.array([pct]))[0]
+            interval = None if got is None else {"low": 100 * got["low"], "high": 100 * got["high"]}
+        recd = {"saved": saved, "saved_pct": None if pct is None else 100 * pct, "interval_pct": interval,
+                "baseline": float(b.sum()), "scenario": float(r.sum()), "keepalive_pings": rep["pings"][n]}
+    row["recorded_events"] = recd
+    ests = [e for e in (pred, recd) if e is not None and e["interval_pct"] is not None]
+    sides = {("+" if e["interval_pct"]["low"] > 0 else "-" if e["interval_pct"]["high"] < 0 else "0") for e in ests}
+    if recd is not None and recd["saved_pct"] is not None and pred["saved_pct"] is not None:
+        lo = max(pred["interval_pct"]["low"], recd["interval_pct"]["low"]) if pred["interval_pct"] and \
+            recd["interval_pct"] else None
+        hi = min(pred["interval_pct"]["high"], recd["interval_pct"]["high"]) if lo is not None else None
+        row["agreement"] = {"difference_pct": pred["saved_pct"] - recd["saved_pct"],
+                            "intervals_overlap": None if lo is None else bool(lo <= hi),
+                            "same_sign": bool((pred["saved_pct"] >= 0) == (recd["saved_pct"] >= 0))}
+    else:
+        row["agreement"] = None
+    row["distinguishable"] = bool(ests) and len(sides) == 1 and "0" not in sides and (
+        recd is not None or row["distinguishable"])
+    row["worth_acting_on"] = row["distinguishable"] and row["worth_acting_on"] if recd is None else (
+        row["distinguishable"] and recd["saved"] > 0 and recd["saved"] / max(len(keys), 1) >= PRACTICAL_PER_SESSION)
+    row["headline"] = "recorded_events" if recd is not None else "predictive"
+    if recd is not None:
+        row["saved"]["cost"], row["saved_pct"]["cost"] = recd["saved"], recd["saved_pct"]
+        row["interval_pct"]["cost"] = recd["interval_pct"]
+        row["baseline"]["cost"], row["scenario"]["cost"] = recd["baseline"], recd["scenario"]
+        row["per_session"] = recd["saved"] / len(keys) if keys else 0.0

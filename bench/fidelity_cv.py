@@ -1,6 +1,6 @@
 """Held-fold fidelity of the predictive (model-only) replay, rule by rule.
 
-    python bench/fidelity_cv.py [--logs ../shared/logs] [--corpus entire-cli] [--k 2] [--json]
+    python bench/fidelity_cv.py [--logs ../shared/logs] [--corpus entire-cli] [--k 2] [--split time] [--json]
 
 For each corpus (default: `claude-code/` and `entire-cli/`): ingest into a fresh DuckDB file
 with a key derived from `--seed` (so the folds, a hash of the keyed session ids, are the same
@@ -32,6 +32,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/ctxreplay-fidelity-cv"))
     ap.add_argument("--corpus", action="append", help="a folder of --logs (default: claude-code, entire-cli)")
     ap.add_argument("--k", type=int, default=2, help="folds (default 2: halves)")
+    ap.add_argument("--split", choices=("fold", "time", "version"), default="fold",
+                    help="fold: k hashed folds; time / version: derive on the earlier 70%% of the sessions by "
+                         "start time / newest client version, judge on the later 30%% (with the naive "
+                         "predictors beside the default)")
+    ap.add_argument("--train", type=float, default=0.7, help="the earlier share with --split time/version")
     ap.add_argument("--seed", default="ctxreplay-fidelity-cv", help="derives the ingest key, hence the folds")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     a = ap.parse_args()
@@ -57,6 +62,7 @@ def main() -> None:
         con = duckdb.connect(str(db), read_only=True)
         ds = con.execute("SELECT min(dataset) FROM sessions").fetchone()[0]
         res = cross_validate(con, ds, ReplayOptions(cache=CacheConfig(), prices=PriceTable()), k=a.k,
+                             split=a.split, train=a.train,
                              progress=lambda name, n: print(f"  {corpus}: {name}", file=sys.stderr))
         con.close()
         res["seconds"] = round(time.perf_counter() - t0, 1)

@@ -140,7 +140,7 @@ def test_runs_stored_before_the_latest_ingest_are_named(tmp_path):
 
 
 def test_the_skill_turn_and_system_prefix_options(tmp_path):
-    """--skill-turns and --system-prefix reach the stored configuration (defaults: invalidate,
+    """--skill-turns and --system-prefix reach the stored configuration (defaults: earned,
     earlier); a sweep spec's [cache] table may vary them; an unknown value is refused."""
     from replay.cli import sample_logs_dir
     from replay.experiments.sweep import load_spec
@@ -154,7 +154,7 @@ def test_the_skill_turn_and_system_prefix_options(tmp_path):
     con = duckdb.connect(str(db), read_only=True)
     cfgs = [json.loads(con.execute("SELECT cache_config FROM runs WHERE run_id = ?", [i]).fetchone()[0]) for i in ids]
     con.close()
-    assert [(c["skill_turns"], c["system_prefix"]) for c in cfgs] == [("invalidate", "earlier"), ("ignore", "log")]
+    assert [(c["skill_turns"], c["system_prefix"]) for c in cfgs] == [("earned", "earlier"), ("ignore", "log")]
     r = CliRunner().invoke(main, ["replay", "--db", str(db), "--policy", "noop", "--system-prefix", "shared"])
     assert r.exit_code != 0 and "shared" in r.output
     spec = tmp_path / "s.toml"

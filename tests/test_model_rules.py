@@ -260,10 +260,10 @@ def test_warm_start_and_turn_end_write_are_cli_options(tmp_path):
     r = CliRunner().invoke(main, ["ingest", str(sample_logs_dir()), "--db", db, "-q"])
     assert r.exit_code == 0, r.output
     writes = {}
-    for flags in ([], ["--warm-start", "cold"], ["--turn-end-write", "none"]):
+    for flags in ([], ["--warm-start", "cold"], ["--turn-end-write", "none"], ["--turn-end-write", "v2"]):
         r = CliRunner().invoke(main, ["validate", "--db", db, "--json", "--observed-evictions", "none", *flags])
         assert r.exit_code == 0, r.output
         writes[" ".join(flags)] = json.loads(r.output)["overall"]["simulated"]["cache_write"]
     # a cold start writes the system prefix the log says was warm; without turn-end writes more is rewritten
     assert writes["--warm-start cold"] > writes[""]
-    assert writes["--turn-end-write none"] != writes[""]
+    assert writes["--turn-end-write none"] != writes["--turn-end-write v2"]

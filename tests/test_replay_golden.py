@@ -37,8 +37,15 @@ def _plan(st):
 
 
 def settings() -> dict[str, tuple]:
-    """name -> (CacheConfig, WhatIf or None, policies)."""
-    from replay.model.cache import CacheConfig
+    """name -> (CacheConfig, WhatIf or None, policies). The client rules are those the goldens
+    were computed with (the defaults before 2026-11-28: the turn-end write and skill turns in
+    every 2.x version, no ToolSearch rule), so that the goldens keep testing the step itself;
+    the version-earned rules have tests of their own (tests/test_rules_earned.py)."""
+    from replay.model import cache
+
+    def CacheConfig(**kw):
+        return cache.CacheConfig(**{"turn_end_write": "v2", "skill_turns": "invalidate", "tool_search": "ignore",
+                                    **kw})
     from replay.model.whatif import ClientCache, KeepAlive, ProviderRules, WhatIf
 
     model_only = CacheConfig(observed_evictions="none")

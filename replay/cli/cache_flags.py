@@ -37,10 +37,11 @@ def cache_options(f):
         _setting("--warm-start", ["log", "cold"],
                  "log: a stream's system prefix is warm where the log shows a read of it (cached by "
                  "another session); cold: every stream starts with an empty cache."),
-        _setting("--turn-end-write", ["v2", "always", "none"],
-                 "v2: model Claude Code 2.x's unlogged turn-end request (its prompt suggestion), which "
-                 "caches the conversation when a turn ends in assistant text, for client versions 2.x "
-                 "and later (docs/replay-model.md); always: for every client; none: off."),
+        _setting("--turn-end-write", ["earned", "v2", "always", "none"],
+                 "earned: model Claude Code's unlogged turn-end request (its prompt suggestion), which "
+                 "caches the conversation when a turn ends in assistant text, for client versions "
+                 "2.0.0-2.1.42, where the rule was earned (docs/replay-model.md, \"Rules earned on later "
+                 "versions\"); v2: for every 2.x version; always: for every client; none: off."),
         _setting("--thinking-switch", ["invalidate", "ignore"],
                  "invalidate: a user turn that switches extended thinking on or off (budget-thinking "
                  "models) reads only the system prefix (docs/replay-model.md); ignore: off."),
@@ -52,9 +53,14 @@ def cache_options(f):
         _setting("--task-turns", ["invalidate", "ignore"],
                  "invalidate: in Claude Code 2.1.32-2.1.37, a user turn after one that called the task "
                  "tools reads only the system prefix (docs/replay-model.md); ignore: off."),
-        _setting("--skill-turns", ["invalidate", "ignore"],
-                 "invalidate: a user turn that loads a skill by slash command, and the turn after one "
-                 "that loaded a skill, read only the system prefix (docs/replay-model.md); ignore: off."),
+        _setting("--skill-turns", ["earned", "invalidate", "ignore"],
+                 "earned: in client versions 2.0.0-2.1.42, a user turn that loads a skill by slash command, "
+                 "and the turn after one that loaded a skill, read only the system prefix "
+                 "(docs/replay-model.md); invalidate: in every version; ignore: off."),
+        _setting("--tool-search", ["invalidate", "ignore"],
+                 "invalidate: from Claude Code 2.1.119, the request after a stream's first ToolSearch call "
+                 "reads only the system prefix (the loaded tool definitions change the tools; "
+                 "docs/replay-model.md); ignore: off."),
         _setting("--unknown-times", ["log", "model"],
                  "log: where the log gives a request no time of its own (its stamp is shared with other "
                  "requests: rewritten), the recorded read decides in every variant; model: judged as if no "

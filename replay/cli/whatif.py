@@ -33,7 +33,9 @@ from replay.cli.fmt import amount, count, fit, money, wide_option
 @click.option("--price-date", default=None, help="Date the library prices are resolved at [default: 2026-11-01].")
 @slice_options
 @json_option("Print JSON: the baseline (the recorded settings, model-only), per scenario its cost and written "
-             "tokens (baseline, scenario, saved, saved_pct, interval_pct), the variant it used, the sessions it "
+             "tokens (baseline, scenario, saved, saved_pct, interval_pct: the headline estimator's, `headline`), "
+             "`recorded_events` and `predictive` (each saved, saved_pct, interval_pct) and their `agreement`, "
+             "the variant it used, the sessions it "
              "changes, the model-only error on them, distinguishable, worth_acting_on and the rule and source it "
              "rests on; the model-only fidelity per recorded TTL (`fidelity`).")
 @wide_option
@@ -42,7 +44,13 @@ def whatif(db, dataset, scenarios, jobs, list_only, prices_file, price_date, sin
            tz_name, key_file, wide, as_json):
     """Cache what-ifs: what would these sessions have cost under another cache setting?
 
-    Each scenario replays the dataset on the predictive (model-only) variant — no cache miss or
+    Two estimators per scenario. The headline (saved, saved_pct) re-prices the recorded requests
+    with only the events the lever changes altered, by each miss's cause (the provider's reason
+    where the log has one, else the inferred cause): a TTL lever bridges the expiries the new TTL
+    covers and prices every write at its rate, a keep-alive bridges the gaps its pings cover and
+    adds the pings, a client-break lever removes the breaks of its cause. Beside it (and the
+    headline where no such re-pricing exists: marked *), the predictive replay: each scenario
+    replays the dataset on the predictive (model-only) variant — no cache miss or
     write is copied from the log, since a recorded miss may not happen in the scenario's world —
     and is compared per session with the model-only replay of the recorded settings (the log's
     TTL per request, the client's recorded breaks), with a 95% paired bootstrap interval over
@@ -117,7 +125,8 @@ def _pct(x: float | None) -> str:
 def _print(got: dict, wide: bool = False) -> None:
     b = got["baseline"]
     more = ("variant", "sessions changed", "model error there", "pings") if wide else ()
-    t = Table("scenario", "cost $", "saved", "95% interval", "writes saved", "distinguishable", *more,
+    t = Table("scenario", "cost $", "saved", "95% interval", "predictive replay [95%]", "agree", "writes saved",
+              "distinguishable", *more,
               title=f"Cache what-ifs vs the recorded settings, largest saving first ({b['variant']}: "
                     f"{money(b['cost'])}; recorded bill {money(b['recorded_cost'])}; {count(got['sessions'])} sessions"
                     + ("" if wide else "; --wide: variant, sessions changed, model error there, pings") + ")")
@@ -128,9 +137,15 @@ def _print(got: dict, wide: bool = False) -> None:
         err = r["model_error_on_changed_pct"]
         extra = (esc(r["variant"]), count(r["sessions_changed"]), "-" if err is None else f"{err:.2f}%",
                  count(r["totals"]["keepalive_pings"])) if wide else ()
+        p = r.get("predictive") or {}
+        piv = p.get("interval_pct")
+        pred = "(= saved)" if r.get("headline") != "recorded_events" else (
+            _pct(p.get("saved_pct")) + ("" if piv is None else f" [{piv['low']:+.1f}, {piv['high']:+.1f}]"))
+        a = r.get("agreement")
+        agree = "-" if a is None else ("yes" if a["same_sign"] and a["intervals_overlap"] else "no")
         t.add_row(esc(r["name"]), amount(r["scenario"]["cost"]),
                   f"{money(r['saved']['cost'], sign=True)} ({_pct(r['saved_pct']['cost'])})",
-                  "-" if iv is None else f"[{iv['low']:+.2f}%, {iv['high']:+.2f}%]",
+                  "-" if iv is None else f"[{iv['low']:+.2f}%, {iv['high']:+.2f}%]", pred, agree,
                   _pct(r["saved_pct"]["cache_write"]), "yes" if r["distinguishable"] else "no", *extra)
     print_table(fit(t, wide))
     f = Table("recorded TTL", "sessions", "recorded $", "model-only $", "error", "every write at that TTL: error",
@@ -142,8 +157,12 @@ def _print(got: dict, wide: bool = False) -> None:
     bound = next((r for r in got["scenarios"] if r["name"] == "bound_offline"), None)
     if bound and bound.get("online_share_of_bound") is not None:
         out.print(f"online_1h_after_idle reaches {bound['online_share_of_bound']:.0%} of the offline bound's saving")
-    out.print(f"computed in {got['seconds']:.1f} s; not distinguishable: the interval contains 0, or the saving on the "
-              "sessions a scenario changes is smaller than the model-only error on them")
+    out.print("saved: the recorded requests re-priced with only the events the lever changes altered (bridged "
+              "expiries, added pings, breaks of one cause removed); where no such estimator exists, the predictive replay's "
+              "figure (= saved). The predictive interval carries the model's per-session error. agree: both estimators "
+              "have the same sign and overlapping intervals; distinguishable: every estimator's interval "
+              "excludes 0 on the same side")
+    out.print(f"computed in {got['seconds']:.1f} s")
 
 
 def _frac(x: float | None) -> str:

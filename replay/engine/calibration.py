@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 
 from replay.model.arrays import EVICT_TOLERANCE, K_THINKING, K_TOOL_USE, KIND_CODE, Stream
-from replay.model.cache import CacheConfig
+from replay.model.cache import EARNED_VERSIONS, TOOL_SEARCH_FROM, CacheConfig
 
 # blocks that open a user turn (a tool_result continues the assistant's turn)
 USER_KINDS = frozenset(KIND_CODE[k] for k in ("user_text", "attachment", "image"))
@@ -114,6 +114,7 @@ def thinking_switches(st: Stream, models: list[str], cfg: CacheConfig) -> list[b
 # 12 of 12 such turns broke in 2.1.32-2.1.37, none of 9 in 2.1.38-2.1.39).
 TASK_TURN_VERSIONS = ((2, 1, 32), (2, 1, 37))
 TASK_TOOLS = ("TaskCreate", "TaskUpdate")
+TOOL_SEARCH = "ToolSearch"  # Claude Code's tool that loads deferred tool definitions
 _VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
 
 
@@ -121,6 +122,12 @@ def version_tuple(v: str | None) -> tuple[int, ...] | None:
     """(major, minor, patch) of a client version like "2.1.37", None if it is not one."""
     m = _VERSION.match(v or "")
     return tuple(int(x) for x in m.groups()) if m else None
+
+
+def earned_version(v: str | None) -> bool:
+    """The client version lies within ``EARNED_VERSIONS`` (a rule set to "earned" applies)."""
+    t = version_tuple(v)
+    return t is not None and EARNED_VERSIONS[0] <= t <= EARNED_VERSIONS[1]
 
 
 # Client events after which the client renders the project context again (a new process):
@@ -146,28 +153,40 @@ def rewrite_causes(st: Stream, tool_names: list[str], cfg: CacheConfig) -> list[
     * "task_turn", ``cfg.task_turns == "invalidate"``: the request opens a user turn, the
       previous user turn called a task tool (``TASK_TOOLS``), and the log gives a client
       version within ``TASK_TURN_VERSIONS`` for it;
-    * "skill_turn", ``cfg.skill_turns == "invalidate"``: the request opens a user prompt's turn,
-      and a skill was loaded in the previous request's turn or with this prompt (``r_event ==
-      "skill"``).
+    * "skill_turn", ``cfg.skill_turns == "invalidate"`` (or "earned", within
+      ``EARNED_VERSIONS``): the request opens a user prompt's turn, and a skill was loaded in the
+      previous request's turn or with this prompt (``r_event == "skill"``);
+    * "tool_search", ``cfg.tool_search == "invalidate"``: the request follows the stream's first
+      ToolSearch call and its client version is ``TOOL_SEARCH_FROM`` or later.
 
     A request with another model or partition than the one before is a break of its own."""
     n = st.n_requests
     if cfg.breakpoints == "none" or n == 0 or (
-            cfg.resume == "ignore" and cfg.task_turns == "ignore" and cfg.skill_turns == "ignore"):
+            cfg.resume == "ignore" and cfg.task_turns == "ignore" and cfg.skill_turns == "ignore"
+            and cfg.tool_search == "ignore"):
         return [None] * n
     codes = frozenset(i for i, name in enumerate(tool_names) if name in TASK_TOOLS)
-    key = (cfg.resume, cfg.task_turns, cfg.skill_turns, codes)
+    search = frozenset(i for i, name in enumerate(tool_names) if name == TOOL_SEARCH)
+    key = (cfg.resume, cfg.task_turns, cfg.skill_turns, cfg.tool_search, codes, search)
     memo = st.__dict__.get("_client_rewrites_memo")
     if memo is not None and memo[0] == key:
         return memo[1]
     out: list[str | None] = [None] * n
     events = st.r_event or [None] * n
-    if cfg.skill_turns == "invalidate" and SKILL_EVENT in events:
+    if cfg.skill_turns != "ignore" and SKILL_EVENT in events:
         ut = st.r_user_turn
         skill_turns = {ut[k] for k in range(n) if events[k] == SKILL_EVENT}
         for k in range(1, n):
-            if ut[k] != ut[k - 1] and (ut[k - 1] in skill_turns or events[k] == SKILL_EVENT):
+            if ut[k] != ut[k - 1] and (ut[k - 1] in skill_turns or events[k] == SKILL_EVENT) and (
+                    cfg.skill_turns == "invalidate" or earned_version(st.r_version[k] if st.r_version else None)):
                 out[k] = "skill_turn"
+    if cfg.tool_search == "invalidate" and search and st.r_version:
+        bk, tool, r_pos = st.bkind, st.tool, st.r_pos
+        first = next((b for b in range(st.n_blocks) if bk[b] == K_TOOL_USE and tool[b] in search), None)
+        k = next((k for k in range(n) if first is not None and r_pos[k] > first), None)
+        v = version_tuple(st.r_version[k]) if k else None
+        if k and v is not None and v >= TOOL_SEARCH_FROM:
+            out[k] = "tool_search"
     if cfg.task_turns == "invalidate" and st.r_version:
         lo, hi = TASK_TURN_VERSIONS
         bk, tool, r_pos = st.bkind, st.tool, st.r_pos
@@ -330,6 +349,9 @@ def fork_writes(st: Stream, cfg: CacheConfig) -> list[tuple[int, int]]:
     ends = turn_ends(st)
     if cfg.turn_end_write == "v2":
         ends = [e if _major(st.r_version[k] if st.r_version else None) >= 2 else (-1, 0) for k, e in enumerate(ends)]
+    elif cfg.turn_end_write == "earned":
+        ends = [e if earned_version(st.r_version[k] if st.r_version else None) else (-1, 0)
+                for k, e in enumerate(ends)]
     if cfg.observed_evictions != "log":
         return ends
     out = []

@@ -9,7 +9,8 @@ The rules are documented in docs/replay-model.md, "Cache breaks"; in short:
 
 * ``cached``: the previous request's read + writes, extended to the previous response's
   final assistant text when this request opens a user turn after it (Claude Code's unlogged
-  turn-end request cached up to there; `engine.calibration`).
+  turn-end request cached up to there; `engine.calibration`), unless the request's client
+  version is known and outside the versions that send it (``EARNED_VERSIONS``).
 * a break: ``read < cached - max(256, 1% of cached)``.
 * re-billed tokens: the request's input positions from the read up to ``min(cached, input)``,
   paid as cache writes (then as uncached input); their cost is what was paid for them minus
@@ -31,6 +32,7 @@ from typing import Any
 
 from replay.engine.calibration import (
     base_prefix,
+    earned_version,
     rewrite_causes,
     observed_write_position,
     send_times,
@@ -81,6 +83,8 @@ CAUSES = (
     Cause("skill_turn", "direct", "Claude Code: a user turn that loads a skill by slash command, or the turn "
           "after one that loaded a skill, re-renders the conversation from its first message, the system "
           "prefix stays (docs/replay-model.md)"),
+    Cause("tool_search", "direct", "Claude Code 2.1.119+: the request after the stream's first ToolSearch call; "
+          "the deferred tool definitions it loads change the tools (the provider says tools_changed)"),
     Cause("system_changed", "inferred", "within the TTL, the read is 0 or shorter than every earlier read of the "
           "system prefix in the stream: the system prompt or tool definitions presumably changed"),
     Cause("content_removed", "direct", "the input is smaller than the blocks say (the anchoring residual shrinks "
@@ -110,7 +114,7 @@ REASON_FAMILY = {
 CAUSE_FAMILY = {
     "ttl_5m": "expiry", "ttl_1h": "expiry",
     "model_switch": "model",
-    "system_changed": "system",
+    "system_changed": "system", "tool_search": "system",
     "compaction": "messages", "thinking_switch": "messages", "resumed": "messages", "task_turn": "messages",
     "skill_turn": "messages", "content_removed": "messages", "first_message_rewritten": "messages",
     "history_rewritten": "messages",
@@ -144,7 +148,11 @@ def _cached(st: Stream, j: int, k: int, u: int) -> float:
     """The prefix the stream had cached before request k (j: the previous request with usage)."""
     cached = float(st.r_read[j] + st.r_w5[j] + st.r_w1h[j])
     same = st.r_partition[j] == st.r_partition[k] and st.r_model[j] == st.r_model[k]
-    if u > 0 and same and st.bkind[u - 1] == K_ASSISTANT_TEXT:
+    version = st.r_version[k] if st.r_version else None
+    # only where the client sends it: a known version outside the earned range does not
+    # (replay.model.cache.EARNED_VERSIONS; at 2.1.63-2.1.199 the provider reports no miss at
+    # 128 turn starts that read just the previous request's prefix)
+    if u > 0 and same and st.bkind[u - 1] == K_ASSISTANT_TEXT and (version is None or earned_version(version)):
         cached = max(cached, base_prefix(st, k, u))  # the turn-end request cached up to the final text
     return cached
 

@@ -32,8 +32,9 @@ ALTERNATIVES = {
     "thinking_switch": ("invalidate", "ignore"),
     "resume": ("invalidate", "ignore"),
     "task_turns": ("invalidate", "ignore"),
-    "skill_turns": ("invalidate", "ignore"),
-    "turn_end_write": ("v2", "always", "none"),
+    "skill_turns": ("earned", "invalidate", "ignore"),
+    "tool_search": ("invalidate", "ignore"),
+    "turn_end_write": ("earned", "v2", "always", "none"),
     "unknown_times": ("log", "model"),
     "clock": ("end", "send", "response"),
     "system_prefix": ("earlier", "dataset", "log", "overhead"),
@@ -128,12 +129,50 @@ def compare(on: Score, off: Score) -> str:
     return "same"
 
 
-def cross_validate(con, dataset: str, opts: ReplayOptions, k: int = 2, progress=None) -> dict[str, Any]:
-    """Every setting scored on each of ``k`` folds; rules' verdicts. ``opts.cache`` is the
-    configuration the rules are toggled from (normally the defaults)."""
+SPLITS = ("fold", "time", "version")
+
+
+def split_sessions(con, dataset: str, keys: list[str], split: str, train: float = 0.7) -> list[list[str]]:
+    """[earlier, later] sessions: by start time (``time``: sorted by (started_at, key)) or by the
+    newest client version a session's requests give (``version``: sessions of one version stay on
+    one side; a session without a version counts as the oldest), the first ``train`` share
+    earlier. What is derived on the earlier part is judged on the later one only."""
+    rows = con.execute("SELECT session_key, coalesce(started_at, 0) FROM sessions WHERE dataset = ?",
+                       [dataset]).fetchall()
+    start = dict(rows)
+    if split == "time":
+        order = sorted(keys, key=lambda k: (start.get(k, 0), k))
+        cut = int(round(train * len(order)))
+        return [order[:cut], order[cut:]]
+    from replay.engine.calibration import version_tuple
+    vers: dict[str, tuple] = {}
+    for key, v in con.execute("SELECT session_key, client_version FROM requests r JOIN sessions s USING "
+                              "(session_key) WHERE s.dataset = ? AND client_version IS NOT NULL",
+                              [dataset]).fetchall():
+        t = version_tuple(v) or ()
+        vers[key] = max(vers.get(key, ()), t)
+    order = sorted(keys, key=lambda k: (vers.get(k, ()), start.get(k, 0), k))
+    cut = int(round(train * len(order)))
+    while 0 < cut < len(order) and vers.get(order[cut], ()) == vers.get(order[cut - 1], ()):
+        cut += 1  # one version on one side
+    return [order[:cut], order[cut:]]
+
+
+def cross_validate(con, dataset: str, opts: ReplayOptions, k: int = 2, progress=None, split: str = "fold",
+                   train: float = 0.7) -> dict[str, Any]:
+    """Every setting scored on each of ``k`` folds (``split = "fold"``), or on the earlier and
+    later sessions by start time or client version (``"time"``, ``"version"``: the verdicts are
+    taken on the later part only, and the naive predictors are scored beside the default);
+    rules' verdicts. ``opts.cache`` is the configuration the rules are toggled from (normally
+    the defaults)."""
+    if split not in SPLITS:
+        raise ValueError(f"split {split!r}; known: {', '.join(SPLITS)}")
     recorded = recorded_cost(con, dataset, opts.prices)["per_session"]
     keys = [key for key, r in recorded.items() if r["requests_with_usage"]]
-    folds = [[key for key in keys if fold_of(key, k) == f] for f in range(k)]
+    if split == "fold":
+        folds = [[key for key in keys if fold_of(key, k) == f] for f in range(k)]
+    else:
+        folds, k = split_sessions(con, dataset, keys, split, train), 2
     base = opts.cache.as_dict()
     settings: dict[str, dict] = {"default": {}}
     for rule, values in ALTERNATIVES.items():
@@ -157,16 +196,24 @@ def cross_validate(con, dataset: str, opts: ReplayOptions, k: int = 2, progress=
         if progress:
             progress(f"dataset (held) fold {f}", steps)
     scores["system_prefix=dataset (held)"] = held
+    if split != "fold":  # the naive predictors, beside the default on each part
+        from replay.experiments.validate import NAIVE, naive_config
+        for name in NAIVE:
+            cfg = naive_config(opts.cache, name)
+            rows = _per_session(con, dataset, replace(opts, cache=cfg), {}, recorded=recorded)
+            scores[f"naive:{name}"] = [_score(rows, fk) for fk in folds]
     # the default against each alternative, fold by fold: "helps" where the default is better
     verdicts = {name: [compare(d, a) for d, a in zip(scores["default"], sc)]
                 for name, sc in scores.items() if name != "default"}
+    if split != "fold":  # earned on the later part: derived on the earlier one, judged on the later
+        verdicts = {name: ["(earlier)", vs[1]] for name, vs in verdicts.items()}
     total = {name: _sum(sc) for name, sc in scores.items()}
-    return {"dataset": dataset, "k": k, "cache_config": base, "sessions": len(keys),
+    return {"dataset": dataset, "k": k, "split": split, "cache_config": base, "sessions": len(keys),
             "folds": [len(f) for f in folds],
             "scores": {name: [s.as_dict() for s in sc] for name, sc in scores.items()},
             "total": {name: s.as_dict() for name, s in total.items()},
             "verdicts": verdicts,
-            "earned": {name: all(v != "hurts" for v in vs) and any(v == "helps" for v in vs)
+            "earned": {name: all(v != "hurts" for v in vs if v != "(earlier)") and any(v == "helps" for v in vs)
                        for name, vs in verdicts.items()}}
 
 
@@ -182,7 +229,9 @@ def markdown(res: dict[str, Any]) -> str:
     """The table of one corpus: per setting, per fold and in total, sessions within targets,
     requests matched and the model-only cost error; then each rule's verdict per fold."""
     k = res["k"]
-    head = " | ".join(f"fold {f} ({n})" for f, n in enumerate(res["folds"]))
+    names = [f"fold {f}" for f in range(k)] if res.get("split", "fold") == "fold" else \
+        [f"earlier by {res['split']}", f"later by {res['split']}"]
+    head = " | ".join(f"{name} ({n})" for name, n in zip(names, res["folds"]))
     lines = [f"| setting (model only) | {head} | all |", "|---|" + "---|" * (k + 1)]
 
     def cell(s: dict) -> str:
@@ -194,7 +243,7 @@ def markdown(res: dict[str, Any]) -> str:
     for name, sc in res["scores"].items():
         lines.append(f"| {name} | " + " | ".join(cell(s) for s in sc) + f" | {cell(res['total'][name])} |")
     lines.append("")
-    lines.append("| default against | " + " | ".join(f"fold {f}" for f in range(k)) + " | default earned |")
+    lines.append("| default against | " + " | ".join(names) + " | default earned |")
     lines.append("|---|" + "---|" * (k + 1))
     for name, vs in res["verdicts"].items():
         lines.append(f"| {name} | " + " | ".join(vs) + f" | {'yes' if res['earned'][name] else 'no'} |")

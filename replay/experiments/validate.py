@@ -105,7 +105,7 @@ def naive_config(cfg: CacheConfig, name: str) -> CacheConfig:
     if name not in NAIVE:
         raise ValueError(f"naive predictor {name!r}; known: {', '.join(NAIVE)}")
     off = dict(observed_evictions="none", turn_end_write="none", thinking_switch="ignore", resume="ignore",
-               task_turns="ignore", skill_turns="ignore", openai_reasoning="keep", openai_second_request="model",
+               task_turns="ignore", skill_turns="ignore", tool_search="ignore", openai_reasoning="keep", openai_second_request="model",
                openai_routing_miss=0.0)
     return replace(cfg, **off, expiry="never" if name == "never_breaks" else cfg.expiry)
 

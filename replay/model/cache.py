@@ -36,6 +36,13 @@ _GPT55 = re.compile(r"(?:^|/)gpt-5\.5(?:$|[-@:])")
 TTL_MS = {"5m": 5 * 60 * 1000, "1h": 60 * 60 * 1000}
 BREAKPOINTS = ("claude-code", "last-message", "none")
 TTLS = ("log", "5m", "1h")
+# The client versions the Claude Code rules derived on entire-cli (2.0.x-2.1.42) were earned on;
+# on 2.1.63-2.1.199 (claude-code-2026) the turn-end write and skill-turn rules lose against the
+# naive predictors, so "earned" applies them only here (inclusive bounds; docs/replay-model.md,
+# "Rules earned on later versions").
+EARNED_VERSIONS = ((2, 0, 0), (2, 1, 42))
+# From this version the first ToolSearch call of a stream changes the tools (tool_search rule).
+TOOL_SEARCH_FROM = (2, 1, 119)
 WARM_STARTS = ("log", "cold")
 
 
@@ -64,13 +71,15 @@ class CacheConfig:
         request, for every policy alike; and where the recorded read covers more than the
         no-op replay holds, the prefix it covers is written (an observed write: a request the
         log does not show). "none" ignores both: the model-only variant.
-    turn_end_write: "v2": when a request of a client version 2.x or later (the version the
-        log gives: Claude Code) opens a user turn after a response that ended in assistant
-        text, the conversation up to that text was cached when the response ended (Claude
-        Code 2.x sends an unlogged request there, its prompt suggestion; 1.0.x did not: its
-        next turns read the previous request's prefix, docs/replay-model.md, "Turn-end
-        write"); with observed evictions on, only where the next recorded read reaches that
-        prefix. "always": the same for every client and version. "none": no such write.
+    turn_end_write: "earned": when a request of a client version within
+        ``EARNED_VERSIONS`` (2.0.0 to 2.1.42, the versions the rule was derived and held on)
+        opens a user turn after a response that ended in assistant text, the conversation up to
+        that text was cached when the response ended (Claude Code sends an unlogged request
+        there, its prompt suggestion; 1.0.x did not, and from 2.1.63 the logs show it at 1-3%
+        of turn starts outside 2.1.150-2.1.183, docs/replay-model.md, "Rules earned on later
+        versions"); with observed evictions on, only where the next recorded read reaches that
+        prefix. "v2": every version 2.x or later (the default until 2026-11-28). "always": every
+        client and version. "none": no such write.
     thinking_switch: "invalidate": a request that opens a user turn with extended thinking
         switched on or off since the previous turn (visible for models with budget thinking:
         the turn's first response has a thinking block or not) cannot read the message
@@ -88,10 +97,16 @@ class CacheConfig:
         after a turn that called the task tools (TaskCreate, TaskUpdate) cannot read the
         message entries; the system-prefix entries stay (evidence: docs/replay-model.md).
         "ignore": no such rule.
-    skill_turns: "invalidate": in Claude Code, the first request of a user turn that loads a
-        skill by slash command, and of the turn after one that loaded a skill (by slash command
-        or the Skill tool), cannot read the message entries; the system-prefix entries stay
-        (evidence: docs/replay-model.md). "ignore": no such rule.
+    skill_turns: "earned": in Claude Code within ``EARNED_VERSIONS``, the first request of a
+        user turn that loads a skill by slash command, and of the turn after one that loaded a
+        skill (by slash command or the Skill tool), cannot read the message entries; the
+        system-prefix entries stay (evidence: docs/replay-model.md). "invalidate": in every
+        version (the default until 2026-11-28; it hurts on 2.1.63-2.1.199). "ignore": no such rule.
+    tool_search: "invalidate": from Claude Code 2.1.119 (``TOOL_SEARCH_FROM``), the request
+        after the stream's first ToolSearch call cannot read the message entries: the loaded
+        tool definitions change the tools (the provider says tools_changed at 24 of the 25
+        such requests of claude-code-2026; before 2.1.119 the same call hit 25 of 31 times).
+        "ignore": no such rule.
     unknown_times: "log": at a request whose time the log does not give (its stamp is shared
         with another request of the stream: the client rewrote the stamps, as Claude Code
         1.0.x did on a copied conversation) the model cannot judge idle gaps and TTLs, so the
@@ -144,11 +159,12 @@ class CacheConfig:
     min_cacheable: int | None = None
     warm_start: str = "log"
     observed_evictions: str = "log"
-    turn_end_write: str = "v2"
+    turn_end_write: str = "earned"
     thinking_switch: str = "invalidate"
     resume: str = "invalidate"
     task_turns: str = "invalidate"
-    skill_turns: str = "invalidate"
+    skill_turns: str = "earned"
+    tool_search: str = "invalidate"
     unknown_times: str = "log"
     system_prefix: str = "earlier"
     prefix_versions: str = "nearest"
@@ -164,9 +180,10 @@ class CacheConfig:
     def __post_init__(self):
         for name, allowed in (("ttl", TTLS), ("expiry", ("ttl", "never")), ("breakpoints", BREAKPOINTS),
                               ("warm_start", WARM_STARTS),
-                              ("observed_evictions", ("log", "none")), ("turn_end_write", ("v2", "always", "none")),
+                              ("observed_evictions", ("log", "none")), ("turn_end_write", ("earned", "v2", "always", "none")),
                               ("thinking_switch", ("invalidate", "ignore")), ("resume", ("invalidate", "ignore")),
-                              ("task_turns", ("invalidate", "ignore")), ("skill_turns", ("invalidate", "ignore")),
+                              ("task_turns", ("invalidate", "ignore")), ("skill_turns", ("earned", "invalidate", "ignore")),
+                              ("tool_search", ("invalidate", "ignore")),
                               ("unknown_times", ("log", "model")),
                               ("system_prefix", ("dataset", "earlier", "log", "overhead")),
                               ("prefix_versions", ("nearest", "same")),
@@ -191,7 +208,7 @@ class CacheConfig:
 # rule (runs store their full configuration, so a missing key means an older ctxreplay).
 LEGACY_SETTINGS = {"prefix_versions": "same", "turn_end_write": "none", "thinking_switch": "ignore", "system_prefix": "overhead",
                    "clock": "response", "resume": "ignore", "task_turns": "ignore", "unknown_times": "model",
-                   "skill_turns": "ignore", "expiry": "ttl", "openai_retention": "10m",
+                   "skill_turns": "ignore", "tool_search": "ignore", "expiry": "ttl", "openai_retention": "10m",
                    "openai_increments": "documented", "openai_reasoning": "keep", "openai_second_request": "model",
                    "openai_warm_prefix": "ttl", "openai_routing_miss": 0.0}
 

@@ -112,13 +112,15 @@ class WhatIf:
 
 # CacheConfig settings, with the value that describes the world the log was recorded in: any
 # other value is a what-if (a recorded miss it would change must not be copied from the log).
-RECORDED_WORLD = {"ttl": "log", "thinking_switch": "invalidate", "resume": "invalidate", "task_turns": "invalidate",
-                  "skill_turns": "invalidate"}
+# (skill_turns "earned" and "invalidate" both model the recorded client, in other version ranges)
+RECORDED_WORLD = {"ttl": ("log",), "thinking_switch": ("invalidate",), "resume": ("invalidate",),
+                  "task_turns": ("invalidate",), "skill_turns": ("earned", "invalidate"),
+                  "tool_search": ("invalidate",)}
 
 
 def whatif_settings(cache: dict) -> list[str]:
     """The settings of a cache configuration that make it a what-if, as ``key = value``."""
-    return [f"{k} = {cache[k]}" for k, v in RECORDED_WORLD.items() if k in cache and cache[k] != v]
+    return [f"{k} = {cache[k]}" for k, v in RECORDED_WORLD.items() if k in cache and cache[k] not in v]
 
 
 def first_idle_ttls(send: list[int], idle_ms: int = FIVE_MIN_MS) -> list[int]:
