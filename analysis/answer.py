@@ -73,6 +73,10 @@ def pct(v: float | None, nd: int = 2) -> str:
     return "-" if v is None else f"{100 * v:+.{nd}f}%"
 
 
+def _iv(pair: list | None) -> dict | None:
+    return None if pair is None else {"low": pair[0], "high": pair[1]}
+
+
 def interval_text(i: dict | None, nd: int = 2) -> str:
     return "-" if not i else f"{pct(i['low'], nd)} to {pct(i['high'], nd)}"
 
@@ -221,13 +225,49 @@ def _dropped(r: dict, over: list[dict], fig: str) -> dict[str, Any]:
             "saved_pct": (r.get("saved_pct") or {}).get(fig), "over": over}
 
 
+def _earlier_view(con, cand: list[dict], fig: str, split: str, train_fraction: float) -> dict[str, Any] | None:
+    """The candidates measured on the earlier sessions only (``split="time"``), which the pick is
+    then made on: {train, test, fit: run_id -> {saved_pct, saved, sessions, distinguishable}}, or
+    {error} when the split leaves a side empty, or None (``split="none"``, nothing to rank)."""
+    if split == "none" or con is None or not cand:
+        return None
+    from replay.experiments.sweep import SpecError
+    from replay.experiments.tune import split_sessions
+
+    from .sweep_best import _side
+
+    per = iv.session_matrix(con, [*(r["run_id"] for r in cand), *(r["baseline_run"] for r in cand)])
+    keys = sorted({k for r in cand if r["baseline_run"] in per for k in per[r["baseline_run"]]["session_key"]})
+    try:
+        train, test = split_sessions(con, keys, split, train_fraction)
+    except SpecError as e:
+        return {"error": str(e)}
+    fit = {}
+    for r in cand:
+        h = _side(per, r["run_id"], r["baseline_run"], train, fig)
+        if h is None:
+            continue
+        ci = None if h["interval_pct"] is None else {"low": h["interval_pct"][0], "high": h["interval_pct"][1]}
+        fit[r["run_id"]] = {"saved_pct": h["saved_pct"], "saved": h["saved"], "sessions": h["sessions"],
+                            "distinguishable": iv.distinguishable(h["saved_pct"], ci,
+                                                                  (r.get("fidelity_threshold") or {}).get(fig))}
+    return {"train": train, "test": test, "fit": fit}
+
+
 def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, float] | None = None,
-           top: int = 10, min_per_session: float | None = None) -> dict[str, Any]:
+           top: int = 10, min_per_session: float | None = None, split: str = "none",
+           train_fraction: float = 0.7) -> dict[str, Any]:
     """The recommendation with its evidence; ``headline`` is one plain sentence; ``verdict`` is
     ``recommended``, ``too_small`` (distinguishable savings, none worth acting on), ``no_saving``
     (none distinguishable), ``over_risk`` (every measured run dropped by the risk filter),
     ``no_baseline`` or ``no_runs``. ``max_risk``: limits over the default (0 for every risk
-    counter); ``min_per_session``: the saving per session worth acting on (rules.MIN_SAVING_PER_SESSION)."""
+    counter); ``min_per_session``: the saving per session worth acting on (rules.MIN_SAVING_PER_SESSION).
+
+    ``split="time"`` (the report's): the candidates are ranked, tested for distinguishability and
+    for being worth acting on over the earlier ``train_fraction`` of the sessions (by start time,
+    ``replay.experiments.tune.split_sessions``) and the headline leads with the lead's saving on
+    the later sessions, which played no part in choosing it (``held_out``). ``split="none"``:
+    everything on every session."""
     max_risk = dict(max_risk or {})
     fig = FIGURE[objective]
     unit_pct, _ = UNIT[fig]
@@ -261,10 +301,28 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
         v = _saved(r, fig)
         return -1e18 if v is None else v
 
-    winners = sorted((r for r in cand if (r.get("distinguishable") or {}).get(fig) and r["saved_pct"][fig] > 0),
-                     key=lambda r: -saved(r))
-    act = [r for r in winners if rules.worth_acting(_saved(r, fig), True, fig, r["sessions"], floor)]
-    rest = sorted((r for r in cand if r not in winners), key=lambda r: -(r["saved_pct"][fig] or -1e18))
+    view = _earlier_view(con, cand, fig, split, train_fraction)
+    fit = (view or {}).get("fit")
+    if fit is not None:  # the pick sees the earlier sessions only; a run measured on none of them cannot lead
+        cand = [r for r in cand if r["run_id"] in fit]
+
+    def fit_saved(r):
+        v = fit[r["run_id"]]["saved"] if fit is not None else _saved(r, fig)
+        return -1e18 if v is None else v
+
+    def fit_pct(r):
+        v = fit[r["run_id"]]["saved_pct"] if fit is not None else r["saved_pct"][fig]
+        return -1e18 if v is None else v
+
+    def fit_dist(r):
+        if fit is not None:
+            return fit[r["run_id"]]["distinguishable"]
+        return bool((r.get("distinguishable") or {}).get(fig))
+
+    winners = sorted((r for r in cand if fit_dist(r) and fit_pct(r) > 0), key=lambda r: -fit_saved(r))
+    act = [r for r in winners if rules.worth_acting(
+        fit_saved(r), True, fig, fit[r["run_id"]]["sessions"] if fit is not None else r["sessions"], floor)]
+    rest = sorted((r for r in cand if r not in winners), key=lambda r: -fit_pct(r))
     ranked = act + [r for r in winners if r not in act] + rest
     unmeasured = [r for r in latest.values() if r["policy"] != "noop" and not r.get("baseline_run")]
     out: dict[str, Any] = {"objective": objective, "figure": fig, "max_risk": max_risk, "variant": variant,
@@ -307,23 +365,41 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
         evidence += (f"; that is {bs['share']:.0%} of the offline-optimal {bs['kind']} bound's saving "
                      f"({pct(bs['saved_pct'])}, {money(bs['saved'], fig)})")
     floor_text = per_session_text(floor, fig)
+    ahead = ""
+    if view and view.get("error"):
+        out["held_out"] = {"error": view["error"]}
+    elif view:
+        from .sweep_best import holdout
+
+        h = holdout(con, lead["run_id"], lead["baseline_run"], view["train"], view["test"], fig)
+        out["held_out"] = {"split": split, "train_fraction": train_fraction, "train_sessions": len(view["train"]),
+                           "test_sessions": len(view["test"]), **h}
+        o, i = h["out_of_sample"], h["in_sample"]
+        if o and i:
+            # the figure that holds going forward leads: it played no part in choosing the lead
+            ahead = (f"On the {o['sessions']:,} later session(s), which played no part in choosing it, it saves "
+                     f"{pct(o['saved_pct'])} {unit_pct} ({money(o['saved'], fig)}), 95% interval "
+                     f"{interval_text(_iv(o['interval_pct']))}, against {pct(i['saved_pct'])} (95% interval "
+                     f"{interval_text(_iv(i['interval_pct']))}) on the {i['sessions']:,} earlier one(s) it was chosen "
+                     f"on (optimism {100 * h['optimism']:+.2f} points). ") if h["optimism"] is not None else ""
     if act:
         out["verdict"] = "recommended"
         out["best"] = s
-        out["headline"] = (f"Recommended: {s['name']}. Against the no-op baseline with the same cache settings it saves "
-                           f"{evidence}.")
+        out["headline"] = (f"Recommended: {s['name']}. {ahead}Against the no-op baseline with the same cache settings"
+                           f"{', on every session,' if ahead else ''} it saves {evidence}.")
     elif winners:
         out["verdict"] = "too_small"
         out["closest"] = s
-        out["headline"] = (f"No policy saves enough to act on: the largest distinguishable saving within the risk limit, "
-                           f"{s['name']}, is {evidence}. That is below {floor_text} per session, the least worth "
-                           "changing a set-up for.")
+        out["headline"] = (f"No policy saves enough to act on: the largest distinguishable saving within the risk limit"
+                           f"{' on the earlier sessions' if ahead else ''}, {s['name']}, is {evidence}. "
+                           f"{ahead}That is below {floor_text} per session, the least worth changing a set-up for.")
     else:
         out["verdict"] = "no_saving"
         out["closest"] = s
         out["headline"] = (f"No policy beats the baseline on these logs: no saving {unit_pct} within the risk limit is "
-                           f"distinguishable from 0 and from the baseline's own error. Closest: {s['name']}, "
-                           f"{evidence}, not distinguishable.")
+                           f"distinguishable from 0 and from the baseline's own error"
+                           f"{' on the earlier sessions' if ahead else ''}. Closest: {s['name']}, "
+                           f"{evidence}, not distinguishable. {ahead}".rstrip())
     if len(ranked) > 1:
         ru = ranked[1]
         out["runner_up"] = summary(ru, fig)

@@ -365,8 +365,8 @@ def whatif_costs(scenarios: list[dict], baseline_cost: float | None = None):
         ax.errorbar(pct[i], y[i], xerr=err[:, i:i + 1], fmt="o" if r.get("headline") != "predictive" else "s",
                     capsize=3, elinewidth=1.1, color=PALETTE[2] if r["distinguishable"] else "#999999")
     ax.axvline(0.0, color="black", lw=0.9, ls="--", label="no change")
-    ax.set_yticks(y, [f"{r['name']}\n{r['saved_pct']['cost']:+.2f}%{'' if r['distinguishable'] else ', n.d.'}"
-                      for r in d], fontsize=8)
+    ax.set_yticks(y, [f"{r['name']}\n" + ("-" if r["saved_pct"]["cost"] is None else f"{r['saved_pct']['cost']:+.2f}%")
+                      + ("" if r["distinguishable"] else ", n.d.") for r in d], fontsize=8)
     _legend(ax, fontsize=8)
     _style(ax, "Saving under each cache scenario (circles: recorded requests re-priced; squares: predictive "
            "replay; whiskers: 95% interval; grey: not distinguishable)", "cost saved (%)", "")

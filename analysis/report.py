@@ -135,10 +135,14 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         prices = prices or _run_prices(rows)
         fid = validate(con, dataset, ReplayOptions(prices=prices))
         tb = tables.tool_breakdown(con, dataset)
-        ans = answer(con, rows, objective, max_risk, min_per_session=min_per_session)
+        # the recommendation is chosen on the earlier sessions and leads with its saving on the later ones
+        ans = answer(con, rows, objective, max_risk, min_per_session=min_per_session, split="time")
         brk = breaks_summary(con, dataset, prices)
         wi = _whatif(con, dataset, slice, prices)
         claims = report_claims.claims_md(con, dataset, rows)
+        # each sweep's cheapest setting is picked on its earlier sessions and shown on the later ones
+        held = {sid: sweep_best.sweep_pick(con, rows, sid) for sid in sorted({r["sweep_id"] for r in rows
+                                                                              if r.get("sweep_id")})}
     finally:
         con.close()
     if not rows:
@@ -229,7 +233,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
             shown = "model-only: a cache what-if grid" if only_mo else "calibrated"
             md.append(f"Sweep `{sid}`: {n} runs (the charts show the {shown} variant)." if n
                       else f"Sweep `{sid}`: {nb} no-op baseline(s) only, no policy runs to chart.")
-            md += sweep_best.best_lines(rows, sid)
+            md += sweep_best.best_lines(rows, sid, held.get(sid))
         md += ["", _img_md("sweeps", figures), ""]
     if not study.empty:
         md += ["## Cost vs cache prices", "",

@@ -176,6 +176,8 @@ def two_estimators(row: dict, keys: list[str], rep: dict, recorded: dict, base_u
             interval = None if got is None else {"low": 100 * got["low"], "high": 100 * got["high"]}
         recd = {"saved": saved, "saved_pct": None if pct is None else 100 * pct, "interval_pct": interval,
                 "baseline": float(b.sum()), "scenario": float(r.sum()), "keepalive_pings": rep["pings"][n]}
+    if recd is not None and recd["saved_pct"] is None:
+        recd = None  # no recorded usage to re-price (a log that records none): the predictive figure leads
     row["recorded_events"] = recd
     ests = [e for e in (pred, recd) if e is not None and e["interval_pct"] is not None]
     sides = {("+" if e["interval_pct"]["low"] > 0 else "-" if e["interval_pct"]["high"] < 0 else "0") for e in ests}

@@ -10,9 +10,10 @@ from test_sweep import EXAMPLES, _copy, sample_db  # noqa: F401  (fixture)
 
 
 def test_tune_finds_a_feasible_best_and_stores_every_trial(sample_db, tmp_path):
+    """--split none: the objective is the sum over every session, as before the time split."""
     db = _copy(sample_db, tmp_path)
     r = CliRunner().invoke(main, ["tune", str(EXAMPLES / "devboy_random.toml"), "--db", str(db), "--trials", "6",
-                                  "--max-risk", "stale_refs=0", "--json"])
+                                  "--max-risk", "stale_refs=0", "--split", "none", "--json"])
     assert r.exit_code == 0, r.output
     res = json.loads(r.output)
     assert res["trials"] >= 1 and res["feasible_trials"] >= 1
@@ -20,6 +21,7 @@ def test_tune_finds_a_feasible_best_and_stores_every_trial(sample_db, tmp_path):
     con = duckdb.connect(str(db), read_only=True)
     runs = con.execute("SELECT run_id, status FROM runs WHERE sweep_id = ?", [res["tune_id"]]).fetchall()
     cost = con.execute("SELECT sum(cost) FROM run_sessions WHERE run_id = ?", [best["run_id"]]).fetchone()[0]
+    # the reference no-op run is stored outside the tune id (a plain baseline `replay` re-uses)
     all_costs = con.execute("SELECT run_id, sum(cost) FROM run_sessions WHERE run_id IN (SELECT run_id FROM runs "
                             "WHERE sweep_id = ?) GROUP BY 1", [res["tune_id"]]).fetchall()
     con.close()

@@ -257,7 +257,9 @@ def test_tune_never_picks_a_ttl_the_predictive_replay_says_costs_more(sample_db,
     shutil.copy(sample_db, db)
     spec_file = tmp_path / "ttl.toml"
     spec_file.write_text('policy = "devboy_lru"\n[cache]\nttl = ["log", "5m", "1h"]\n')
-    r = CliRunner().invoke(main, ["tune", str(spec_file), "--db", str(db), "--trials", "8", "--json"])
+    # picked on every session (--split none): the pick must be the cheapest TTL over the same sessions
+    r = CliRunner().invoke(main, ["tune", str(spec_file), "--db", str(db), "--trials", "8", "--json",
+                                  "--split", "none"])
     assert r.exit_code == 0, r.output
     best = json.loads(r.stdout)["best"]
     # the model-only cost of each TTL for the same policy, from the trials' runs

@@ -13,7 +13,7 @@ from replay.cli.common import (
     format_option, json_option, make_options, max_risk_option, objective_option, open_db, out, pick_dataset,
     print_table, slice_options
 )
-from replay.cli.fmt import count, fit, money, wide_option
+from replay.cli.fmt import count, fit, money, pct, wide_option
 
 SPEC_DATASET_HELP = "Dataset [default: the spec's, or the only one]."
 
@@ -357,11 +357,23 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, since, until, proje
                  "busts=10, unseen_write_risk=0 (repeatable; the names `report --max-risk` takes).")
 @click.option("--trials", type=click.IntRange(min=1), default=20, show_default=True, help="Configurations to try.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed (same seed, same trials).")
+@click.option("--split", type=click.Choice(["time", "none"]), default="time", show_default=True,
+              help="time: pick on the earlier sessions (by start time) and report the saving on the later ones, "
+              "beside the in-sample figure; none: pick and report on every session.")
+@click.option("--train-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.7,
+              show_default=True, help="With --split time: the share of sessions, earliest first, the pick is made on.")
 @json_option("Print the result as JSON.")
-def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
+def tune(spec_file, db, dataset, objective, max_risk, trials, seed, split, train_fraction, as_json):
     """Search a sweep spec's space (its [grid], [cache] and [random.params]) for the best
-    configuration under risk limits, with Optuna's TPE sampler. Every trial is stored as a run."""
+    configuration under risk limits, with Optuna's TPE sampler. Every trial is stored as a run.
+
+    The pick is made on the earlier sessions only (--split time, the first --train-fraction of
+    them by start time) and its saving is reported on the later ones, with a 95% interval,
+    beside the in-sample figure (the difference is the optimism of picking and measuring on the
+    same sessions). The saving is against a reference that is always replayed: the no-op policy
+    with the cache settings the spec fixes, [cache] keys it tunes at their default (the log's)."""
     from analysis.rules import parse_limits
+    from analysis.sweep_best import holdout
     from replay.experiments.sweep import SpecError, load_spec
     from replay.experiments.tune import tune as run_tune
 
@@ -376,37 +388,45 @@ def tune(spec_file, db, dataset, objective, max_risk, trials, seed, as_json):
     with fail_on(SpecError, PriceError), progress:
         task = progress.add_task("", total=trials)
         res = run_tune(con, ds, spec, objective=objective, limits=limits, trials=trials, seed=seed,
-                       on_trial=lambda t: progress.advance(task))
-    if not as_json:
-        _notes(spec)
+                       on_trial=lambda t: progress.advance(task), split=split, train_fraction=train_fraction)
+    train, test = res["split"].pop("train"), res["split"].pop("test")
+    ref = res["reference"]["run_id"]
+    res.update({"in_sample": None, "out_of_sample": None, "optimism": None})
+    if res["best"]:
+        rid = res["best"]["run_id"]
+        res.update(holdout(con, rid, ref, train, test, res["figure"], held_out=split != "none"))
+        whole = holdout(con, rid, ref, sorted({*train, *test}), [], "cost", held_out=False)["in_sample"]
+        # against the reference, never against a baseline that may be the pick itself
+        res["best"]["saving"] = None if whole is None else {
+            "baseline_run": ref, "baseline_cost": whole["baseline_cost"], "cost": whole["cost"],
+            "saved_usd": whole["saved"], "saved_pct": whole["saved_pct"],
+            "interval": None if whole["interval_pct"] is None else dict(zip(("low", "high"), whole["interval_pct"]))}
     if as_json:
-        if res["best"]:
-            from analysis.saving import run_saving
-
-            res["best"]["saving"] = run_saving(con, res["best"]["run_id"])
         echo_json({**res, "notes": spec.notes})
         return
+    _notes(spec)
     _print_tune(res, objective)
-    if res["best"]:
-        from analysis.compare import variant_of
-        from replay.cli.savings import print_savings
-
-        cfg = json.loads(con.execute("SELECT cache_config FROM runs WHERE run_id = ?",
-                                     [res["best"]["run_id"]]).fetchone()[0])
-        print_savings(con, {variant_of(cfg).replace("_", "-"): res["best"]["run_id"]}, db, dataset)
 
 
 def _print_tune(res: dict, objective: str) -> None:
     limits = ", ".join(f"{k} <= {v:g}" for k, v in (res["limits"] or {}).items())
+    sp = res["split"]
+    picked_on = (f"picked on every session ({sp['train_sessions']:,}, --split none)" if sp["kind"] == "none" else
+                 f"picked on the earlier {sp['train_sessions']:,} of {sp['train_sessions'] + sp['test_sessions']:,} "
+                 f"sessions by start time (--train-fraction {sp['train_fraction']:g})")
     out.print(f"tune [bold]{esc(res['tune_id'])}[/]: {res['trials']} trials ("
               + (f"{res['feasible_trials']} within {esc(limits)}" if limits else "no risk limit")
-              + f"), objective {esc(res['figure'])}")
+              + f"), objective {esc(res['figure'])}, {picked_on}")
+    ref = res["reference"]
+    ref_text = "no-op" + (f" {esc(json.dumps(ref['cache']))}" if ref["cache"] else ", cache as logged")
     if not res["best"]:
         out.print("[red]no configuration met the risk limits[/]")
+        out.print(f"  reference ({ref_text}, run {esc(ref['run_id'])}): {_objective(ref['objective'], objective)}")
         return
     b = res["best"]
+    where = "" if sp["kind"] == "none" else " on the earlier sessions"
     out.print(f"best: {esc(json.dumps(b['params']))} {esc(json.dumps(b['cache'])) if b['cache'] else ''} -> "
-              f"{_objective(b['objective'], objective)} (run {esc(b['run_id'])})")
+              f"{_objective(b['objective'], objective)}{where} (run {esc(b['run_id'])})")
     if res["runner_up"]:
         ru = res["runner_up"]
         # name the cache setting too: runs that differ only in it would otherwise read as the same configuration
@@ -414,6 +434,30 @@ def _print_tune(res: dict, objective: str) -> None:
                   f"{' ' + esc(json.dumps(ru['cache'])) if ru.get('cache') else ''}: {_objective(ru['margin'], objective)}")
     if res.get("defaults"):
         out.print(f"  margin over the source's defaults: {_objective(res['defaults']['margin'], objective)}")
+    # the reference is always replayed, so this line is always there (and never the pick against itself)
+    unit = "cost" if res["figure"] == "cost" else "context tokens"
+    label = {"in_sample": "in sample", "out_of_sample": "out of sample"}
+    for side in ("out_of_sample", "in_sample"):
+        h = res.get(side)
+        if not h:
+            continue
+        which = ("every session" if sp["kind"] == "none" else
+                 "the later sessions, not used to pick" if side == "out_of_sample" else
+                 "the earlier sessions it was picked on")
+        ci = h["interval_pct"]
+        verb = "saves" if h["saved"] >= 0 else "loses"
+        lead = (f"{label[side]} over the reference" if sp["kind"] != "none" else
+                "margin over the reference, vs the no-op baseline")
+        out.print(f"  {lead} ({ref_text}, run {esc(ref['run_id'])}) on {which} ({h['sessions']:,}): {verb} "
+                  f"{_objective(abs(h['saved']), objective)} of {_objective(h['baseline'], objective)} {unit} ("
+                  f"{pct(h['saved_pct'])}" + (f", 95% interval {pct(ci[0])} to {pct(ci[1])}" if ci else "") + ")")
+    if res.get("optimism") is not None:
+        out.print(f"  optimism (in sample minus out of sample): {100 * res['optimism']:+.2f} points")
+    if sp["kind"] != "none" and b.get("saving"):
+        from replay.cli.savings import saving_text
+
+        out.print(f"  vs the no-op baseline {esc(ref['run_id'])} on every session "
+                  f"({sp['train_sessions'] + sp['test_sessions']:,}): {esc(saving_text(b['saving']))}")
 
 
 def _objective(x: float, objective: str) -> str:
