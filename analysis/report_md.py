@@ -378,10 +378,7 @@ def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any]) 
             what = "cache bound, hindsight" if r["name"] == "bound_offline" else r["family"]
             items.append((r["saved"]["cost"], f"- `{r['name']}` ({what}): {money(r['saved']['cost'], 'cost')} "
                           f"({r['saved_pct']['cost']:+.2f}%, 95% interval {ivt}){verdict}"))
-        head += (" What each lever would have saved against the recorded settings (cache levers: the recorded "
-                 "requests re-priced with only the lever's events changed where it allows, else model-only, "
-                 "`ctxreplay whatif`, which describes each and gives both estimators; the policy: against its own "
-                 "baseline):")
+        head += " What each lever would have saved (`ctxreplay whatif`):"
     items.sort(key=lambda x: -x[0])
     more = len(items) - (TOP_LEVERS - 1)
     items = items[:TOP_LEVERS - 1]
