@@ -377,10 +377,11 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
         o, i = h["out_of_sample"], h["in_sample"]
         if o and i:
             # the figure that holds going forward leads: it played no part in choosing the lead
-            ahead = (f"On {o['sessions']:,} later session(s), not used to choose it: {pct(o['saved_pct'])} {unit_pct} "
-                     f"({money(o['saved'], fig)}), 95% interval {interval_text(_iv(o['interval_pct']))}; on the "
-                     f"{i['sessions']:,} it was chosen on {pct(i['saved_pct'])} (optimism "
-                     f"{100 * h['optimism']:+.2f} points). ") if h["optimism"] is not None else ""
+            ahead = (f"On the {o['sessions']:,} later session(s), which played no part in choosing it, it saves "
+                     f"{pct(o['saved_pct'])} {unit_pct} ({money(o['saved'], fig)}), 95% interval "
+                     f"{interval_text(_iv(o['interval_pct']))}, against {pct(i['saved_pct'])} (95% interval "
+                     f"{interval_text(_iv(i['interval_pct']))}) on the {i['sessions']:,} earlier one(s) it was chosen "
+                     f"on (optimism {100 * h['optimism']:+.2f} points). ") if h["optimism"] is not None else ""
     if act:
         out["verdict"] = "recommended"
         out["best"] = s
