@@ -70,14 +70,20 @@ def test_ttl_5m_expires_a_hit_after_a_long_gap_down_to_the_warm_prefix():
 def test_keepalive_pings_bridge_a_gap_they_cover_and_are_paid():
     b = _stream(idle_s=600)
     got = _reprice(b, "keepalive_15m")
-    # 600 s idle: pings at 270 and 540 s (2 pings, each reading the 15,100 cached by request 1)
-    assert got["keepalive_pings"] == 2
+    # 600 s idle: pings at 270 and 540 s (2 pings, each reading the 15,100 cached by request 1);
+    # after the last request 3 more (270, 540, 810 s: the client cannot know the user is done),
+    # each reading the 16,000 the log shows request 2 cached
+    assert got["keepalive_pings"] == 2 + 3
     ping = (8 * R["input"] + 15_100 * R["cache_read"] + 1 * R["output"]) / 1e6
+    tail = 3 * (8 * R["input"] + 16_000 * R["cache_read"] + 1 * R["output"]) / 1e6
     assert got["cost"] == pytest.approx(_cost([0, 2000, 10_000]) + _cost([0, 3100, 12_000])
-                                        + _cost([0, 900, 15_100]) + 2 * ping)
+                                        + _cost([0, 900, 15_100]) + 2 * ping + tail)
     far = _reprice(_stream(idle_s=3000), "keepalive_15m")  # 50 minutes: 3 pings, then it expires anyway
-    assert far["keepalive_pings"] == 3
-    assert far["cost"] == pytest.approx(_reprice(_stream(idle_s=3000), "ttl_5m")["cost"] + 3 * ping)
+    assert far["keepalive_pings"] == 3 + 3
+    assert far["cost"] == pytest.approx(_reprice(_stream(idle_s=3000), "ttl_5m")["cost"] + 3 * ping + tail)
+    # a subagent's stream ends when its task returns: no pings after it
+    sub = wr.reprice_stream(b.stream(kind="subagent"), ["m"], PRICES, b.vocab.tool_names, "keepalive_15m")
+    assert sub["keepalive_pings"] == 2
 
 
 def test_the_provider_reason_marks_an_expiry_the_inferred_cause_would_not():

@@ -390,12 +390,16 @@ def _rare_step(cache: StreamCache, st: Stream, eff: list[float], k: int, rules: 
         # keep-alive pings through the idle gap before this request, up to its turn-end write
         pinger.gap(cache, st, k, r_ts[k - 1], r_ts[k - 1], t_end if fork and t_end < t else t,
                    ping_gaps is not None, ttls[k - 1])
+    if fork and (k == 0 or st.r_model[k - 1] != model):
+        fork = False  # forked with the answer's model: an entry request k (another model) cannot read
     if fork:
-        # the unlogged turn-end request cached the conversation up to the last answer
+        # the unlogged turn-end request cached the conversation up to the last answer, with the
+        # TTL the client used then (request k-1's: a TTL rule that turns on after a long idle
+        # gap must not give the write before that gap its TTL)
         cacheable = total - unc_rec
         prefix = _prefix(st, eff, k, u, overhead, same and u <= st.r_pos[k])
         cache.request(model, st.r_partition[k], u, t_end, prefix if prefix < cacheable else cacheable, 0.0, sysp,
-                      ttl, minc, None, 0.0, sys_ttl_ms=sys_ttl)
+                      ttls[k - 1], minc, None, 0.0, sys_ttl_ms=sys_ttl)
         if pinging and t_end < t:
             # and from the turn-end write (a use of the cache) on
             pinger.gap(cache, st, k, r_ts[k - 1], t_end, t, ping_gaps is not None, ttls[k - 1])

@@ -15,7 +15,8 @@ reads, output) and changes only what the lever changes, by each request's cause:
 * a **keep-alive** (``keepalive_15m``, ``keepalive_60m``: 5-minute TTL, a ping every 270 s of
   idle time up to a limit): gaps the pings cover are bridged as above and every ping is added
   (a read of the prefix the previous request cached, 8 input and 1 output tokens); a longer
-  gap still pays its pings and then expires;
+  gap still pays its pings and then expires; after the main stream's last request the pings
+  run on to the limit (the client cannot know the user is done);
 * a **client-break lever** (``no_thinking_switch``, ``no_task_turns``, ``no_skill_turns``,
   ``no_resume_rerender``, ``no_tool_search``): the breaks of that cause are bridged;
 * ``rates_sonnet_4_5``: the recorded usage at Sonnet 4.5's rates.
@@ -123,6 +124,7 @@ def reprice_stream(st: Stream, models: list[str], prices: PriceTable, tool_names
     first = next((k for k in range(st.n_requests) if st.r_has_usage[k]), None)
     warm = float(st.r_read[first]) if first is not None else 0.0
     cost = pings = 0.0
+    last = None
     long_gap_seen = False  # the online rule: 1h writes once a gap over 5 minutes has been seen
     for k in range(st.n_requests):
         if not st.r_has_usage[k] or st.r_model[k] < 0:
@@ -161,6 +163,15 @@ def reprice_stream(st: Stream, models: list[str], prices: PriceTable, tool_names
         elif kind == "break" and ev is not None and ev["cause"] == param and ev["missed"] > 0:
             _move_to_reads(u, ev["missed"])
         cost += _cost(r, u, out, ttl_ms)
+        last = k
+    if kind == "keepalive" and st.kind == "main" and last is not None:
+        # after the main conversation's last request the client pings on to the horizon: it cannot
+        # know the user is done (as the predictive replay's KeepAlive(tail=True))
+        n_pings = param // PING_EVERY_MS
+        r = prices.rates(models[st.r_model[last]])
+        prefix = float(st.r_read[last] + st.r_w5[last] + st.r_w1h[last])
+        cost += n_pings * r.cost(PING_INPUT, 0.0, 0.0, prefix, PING_OUTPUT)
+        pings += n_pings
     return {"cost": cost, "keepalive_pings": pings}
 
 

@@ -357,10 +357,25 @@ class StreamCache:
             self._add([model, part, pos, tokens, t, ttl_ms])
 
     def ping(self, model: int, part: int, pos: int, t: int) -> float:
-        """A keep-alive request at ``t`` that resends the cached prefix and writes nothing: it
-        reads (and so refreshes) the longest entry a request at ``pos`` could read, and hits the
-        system breakpoint. Returns the tokens read (0: nothing alive, no ping is worth sending)."""
-        best = self._best(model, part, pos, t, float("inf"))
+        """A keep-alive request at ``t`` that resends the conversation the client holds now and
+        writes nothing: it reads (and so refreshes) the entry a request at ``pos`` could read that
+        was used last (the live conversation; the longest of those used at the same time), and
+        hits the system breakpoint. Not simply the longest: a longer entry used earlier (a
+        resumed session's old prefix) is not what the client resends, and refreshing it let the
+        live conversation expire. Returns the tokens read (0: nothing alive, no ping is worth
+        sending)."""
+        lb = self.lookback
+        best, best_key = None, None
+        for e in self.entries:
+            if e[0] != model or e[4] < t or e[1] == SYS:
+                continue
+            if e[1] != part or e[2] > pos or pos - e[2] > lb:
+                continue
+            key = (e[4] - e[5], e[3])  # (last use, length)
+            if best_key is None or key > best_key:
+                best, best_key = e, key
+        if best is None:
+            best = self._best(model, part, pos, t, float("inf"))  # only the system entry is alive
         if best is None:
             return 0.0
         best[4] = t + best[5]
