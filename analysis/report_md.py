@@ -362,7 +362,8 @@ def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any]) 
     if wi:
         n = wi["sessions"] or 1
         thr = wi.get("practical_threshold_per_session", 0.01)
-        idle = [r["name"] for r in wi["scenarios"] if not r["sessions_changed"]]
+        # a client behaviour of some versions that these logs never show is no lever to mention
+        idle = [r["name"] for r in wi["scenarios"] if not r["sessions_changed"] and r["family"] != "client"]
         for r in wi["scenarios"]:
             if not r["sessions_changed"]:
                 continue

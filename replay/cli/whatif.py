@@ -20,7 +20,7 @@ from replay.cli.fmt import amount, count, fit, money, wide_option
 @click.option("--scenario", "scenarios", metavar="NAME", multiple=True,
               help="Run only this scenario (repeatable) [default: every scenario and the bound]. Names: "
                    "ttl_5m, ttl_1h, ttl_mixed, keepalive_15m, keepalive_60m, online_1h_after_idle, "
-                   "no_thinking_switch, no_task_turns, no_skill_turns, no_resume_rerender, openai_caching, "
+                   "no_thinking_switch, no_task_turns, no_skill_turns, no_tool_search, no_resume_rerender, openai_caching, "
                    "rates_sonnet_4_5, bound_offline (`--list` describes each).")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Local worker processes replaying the sessions (no short form: -j is --json); the result is the "

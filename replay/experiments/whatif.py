@@ -138,6 +138,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("no_skill_turns", "client", "the client does not re-render the conversation around skill loads",
              "client behaviour seen in the logs (docs/replay-model.md, \"Skill turns\")", REPLAY_MODEL,
              _BREAK_CARRIES, {"skill_turns": "ignore"}),
+    Scenario("no_tool_search", "client", "Claude Code 2.1.119+ loads deferred tools without changing the tools "
+             "(a stream's first ToolSearch call)", "client behaviour seen in the logs: the provider reports "
+             "tools_changed after it (docs/replay-model.md, \"Rules earned on later versions\")", REPLAY_MODEL,
+             _BREAK_CARRIES, {"tool_search": "ignore"}),
     Scenario("no_resume_rerender", "client", "a resumed session keeps the conversation's cached prefix",
              "Claude Code renders project context again when a session starts (code.claude.com/docs/en/"
              "prompt-caching); docs/replay-model.md, \"Resumed sessions\"", REPLAY_MODEL, _BREAK_CARRIES,
@@ -149,7 +153,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "`openai_retention`, an hour by default, docs/replay-model.md)",
              OPENAI_CACHING, "input totals and outputs only (no breakpoints, so no uncached tail; no client breaks)",
              {"ttl": "log", "thinking_switch": "ignore", "resume": "ignore", "task_turns": "ignore",
-              "skill_turns": "ignore"}, provider=ProviderRules("openai")),
+              "skill_turns": "ignore", "tool_search": "ignore"}, provider=ProviderRules("openai")),
     Scenario("rates_sonnet_4_5", "price",
              "every Claude request at Claude Sonnet 4.5's rates and 1,024-token minimum",
              "Anthropic pricing: Sonnet 4.5 $3 input / $3.75 5m write / $6 1h write / $0.30 read / $15 output per "
