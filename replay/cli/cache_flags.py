@@ -57,6 +57,10 @@ def cache_options(f):
                  "earned: in client versions 2.0.0-2.1.42, a user turn that loads a skill by slash command, "
                  "and the turn after one that loaded a skill, read only the system prefix "
                  "(docs/replay-model.md); invalidate: in every version; ignore: off."),
+        _setting("--warm-prefix", ["ttl", "kept"],
+                 "ttl: the system prefix a stream's first request read warm (cached by other sessions) "
+                 "expires like the stream's own entries; kept: it stays readable however long the stream "
+                 "idles (measured, not earned: docs/replay-model.md)."),
         _setting("--tool-search", ["invalidate", "ignore"],
                  "invalidate: from Claude Code 2.1.119, the request after a stream's first ToolSearch call "
                  "reads only the system prefix (the loaded tool definitions change the tools; "

@@ -148,7 +148,7 @@ def slice_text(slc: dict | None) -> str:
 
 # the cache settings a baseline command repeats when they differ from `CacheConfig`'s defaults
 CACHE_FLAGS = ("ttl", "breakpoints", "warm_start", "turn_end_write", "thinking_switch", "resume", "task_turns",
-               "skill_turns", "tool_search", "unknown_times", "system_prefix", "prefix_versions", "clock", "openai_retention",
+               "skill_turns", "tool_search", "warm_prefix", "unknown_times", "system_prefix", "prefix_versions", "clock", "openai_retention",
                "openai_increments", "openai_reasoning", "openai_second_request", "openai_warm_prefix", "openai_routing_miss")
 
 

@@ -98,6 +98,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
     routing_miss = cfg.openai_routing_miss if cfg.observed_evictions == "none" else 0.0
     # other sessions keep the client's instructions warm (CacheConfig.openai_warm_prefix)
     warm_kept = cfg.openai_warm_prefix == "kept"
+    warm_kept_other = cfg.warm_prefix == "kept"
     metrics = ctx.metrics
     # the cache's common request (no retroactive change, explicit breakpoints) is taken here
     # rather than by `StreamCache.request`: the same steps, without a call per request
@@ -186,7 +187,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                         warm_e, warm_sys = e, cache.sys
                         break
                 else:
-                    wt = KEPT_MS if warm_kept and openai[model] else ttl
+                    wt = KEPT_MS if (warm_kept if openai[model] else warm_kept_other) else ttl
                     cache._add([model, SYS, 0, warm, t + wt, wt])
         warm_now = warm_each
         if rare or pinging:

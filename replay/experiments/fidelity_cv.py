@@ -34,6 +34,7 @@ ALTERNATIVES = {
     "task_turns": ("invalidate", "ignore"),
     "skill_turns": ("earned", "invalidate", "ignore"),
     "tool_search": ("invalidate", "ignore"),
+    "warm_prefix": ("ttl", "kept"),
     "turn_end_write": ("earned", "v2", "always", "none"),
     "unknown_times": ("log", "model"),
     "clock": ("end", "send", "response"),

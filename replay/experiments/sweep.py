@@ -60,7 +60,8 @@ from replay.experiments.spec_shapes import SpecError, check_shapes  # noqa: F401
 
 SPEC_KEYS = ("name", "policy", "dataset", "params", "grid", "cache", "random", "prices")
 CACHE_KEYS = ("ttl", "breakpoints", "observed_evictions", "lookback_blocks", "min_cacheable", "warm_start",
-              "turn_end_write", "thinking_switch", "resume", "task_turns", "skill_turns", "unknown_times",
+              "turn_end_write", "thinking_switch", "resume", "task_turns", "skill_turns", "tool_search",
+              "warm_prefix", "unknown_times",
               "system_prefix", "prefix_versions", "clock", "price_date")
 EXECUTORS = ("local", "dask")
 

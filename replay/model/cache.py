@@ -102,6 +102,10 @@ class CacheConfig:
         skill (by slash command or the Skill tool), cannot read the message entries; the
         system-prefix entries stay (evidence: docs/replay-model.md). "invalidate": in every
         version (the default until 2026-11-28; it hurts on 2.1.63-2.1.199). "ignore": no such rule.
+    warm_prefix: "kept": the system prefix a stream's first request read warm (cached by other
+        sessions of the same client: its system prompt and tools) stays readable however long
+        the stream idles, as other sessions keep it warm; "ttl": it expires like the stream's
+        own entries. Anthropic (and Gemini) models; OpenAI's is ``openai_warm_prefix``.
     tool_search: "invalidate": from Claude Code 2.1.119 (``TOOL_SEARCH_FROM``), the request
         after the stream's first ToolSearch call cannot read the message entries: the loaded
         tool definitions change the tools (the provider says tools_changed at 24 of the 25
@@ -165,6 +169,7 @@ class CacheConfig:
     task_turns: str = "invalidate"
     skill_turns: str = "earned"
     tool_search: str = "invalidate"
+    warm_prefix: str = "ttl"
     unknown_times: str = "log"
     system_prefix: str = "earlier"
     prefix_versions: str = "nearest"
@@ -183,7 +188,7 @@ class CacheConfig:
                               ("observed_evictions", ("log", "none")), ("turn_end_write", ("earned", "v2", "always", "none")),
                               ("thinking_switch", ("invalidate", "ignore")), ("resume", ("invalidate", "ignore")),
                               ("task_turns", ("invalidate", "ignore")), ("skill_turns", ("earned", "invalidate", "ignore")),
-                              ("tool_search", ("invalidate", "ignore")),
+                              ("tool_search", ("invalidate", "ignore")), ("warm_prefix", ("ttl", "kept")),
                               ("unknown_times", ("log", "model")),
                               ("system_prefix", ("dataset", "earlier", "log", "overhead")),
                               ("prefix_versions", ("nearest", "same")),
@@ -208,7 +213,7 @@ class CacheConfig:
 # rule (runs store their full configuration, so a missing key means an older ctxreplay).
 LEGACY_SETTINGS = {"prefix_versions": "same", "turn_end_write": "none", "thinking_switch": "ignore", "system_prefix": "overhead",
                    "clock": "response", "resume": "ignore", "task_turns": "ignore", "unknown_times": "model",
-                   "skill_turns": "ignore", "tool_search": "ignore", "expiry": "ttl", "openai_retention": "10m",
+                   "skill_turns": "ignore", "tool_search": "ignore", "warm_prefix": "ttl", "expiry": "ttl", "openai_retention": "10m",
                    "openai_increments": "documented", "openai_reasoning": "keep", "openai_second_request": "model",
                    "openai_warm_prefix": "ttl", "openai_routing_miss": 0.0}
 
