@@ -4,14 +4,17 @@ cache-model variant.
 
 * ``bound_insert`` bounds every insert-time lossless policy: devboy_lru and jp_resource_dedup
   (with the index reset at compactions: a hint across one points at content no longer in
-  context), read_range_dedup at its safe settings, and cupel_dedup with ``score=size`` (the
-  earliest copy survives, each later copy is removed at its first request: removal to 0 as
-  it arrives, which the old 8-token-hint bound did not cover).
+  context) and read_range_dedup at its safe settings. Not cupel_dedup with ``score=size``:
+  its rule (the earliest copy survives) is an insert-time one, its timing is not (a later copy
+  is removed at the first logged request, a request late where an unlogged turn-end request
+  cached it: busts, and a cost above the no-op's; issue 36).
 * ``bound_retro`` bounds every lossless policy, retroactive ones too: cupel_dedup at every
   scorer and kind set, cache_aware_trim (lossless) at any flush threshold, and pipelines of
   lossless steps."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +24,8 @@ from replay.model.cache import CacheConfig
 from replay.policies import build
 
 from conftest import shared_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
 
 VARIANTS = {"calibrated": "log", "model_only": "none"}
 
@@ -34,10 +39,12 @@ INSERT_CLASS = [
     ("read_range_dedup", {"min_tokens": 0, "lookback_turns": None}),
     ("read_range_dedup", {"require_no_mutation": False, "min_tokens": 0}),  # verified: lossless across writes
     ("read_range_dedup", {"verify": "trust"}),  # the unverified rule at its safe settings
-    ("cupel_dedup", {"score": "size", "kinds": ("tool_result",)}),
-    ("cupel_dedup", {"score": "size"}),
 ]
 RETRO_CLASS = [
+    # score=size: the earliest copy survives, but removed at the first logged request (retroactive timing)
+    ("cupel_dedup", {"score": "size", "kinds": ("tool_result",)}),
+    ("cupel_dedup", {"score": "size"}),
+    ("cupel_dedup", {"score": "size", "kinds": ("assistant_text",)}),
     ("cupel_dedup", {}),
     ("cupel_dedup", {"kinds": ("tool_result",)}),
     ("cupel_dedup", {"score": "kind"}),
@@ -105,12 +112,46 @@ def test_no_lossless_policy_beats_its_bound(corpus, variant):
     assert not failures, failures
 
 
-def test_cupel_size_is_inside_the_insert_bound_only_since_removal_to_zero(tmp_path_factory):
+def test_cupel_size_beat_the_old_hinted_bound(tmp_path_factory):
     """The audit's case: cupel_dedup kinds=tool_result score=size removes each later copy to 0;
-    the old bound left an 8-token hint in its place and was beaten on many sessions."""
+    the old bound left an 8-token hint in its place and was beaten on many sessions. (It does
+    not beat today's insert-time bound either, though it is outside that class by its timing:
+    test_cupel_size_is_retroactive_by_its_timing.)"""
     ds = shared_dataset(tmp_path_factory, "claude-code")
     opts = ReplayOptions(cache=CacheConfig(observed_evictions="log"))
     cupel = _costs(ds, build("cupel_dedup", {"score": "size", "kinds": ("tool_result",)}), opts)
     hinted = _costs(ds, InsertBound(InsertBound.Params(hint_tokens=8.0)), opts)
     assert _beats(hinted, cupel)  # what the audit found: the 8-token bound is no bound
     assert not _beats(_costs(ds, InsertBound(), opts), cupel)
+
+
+def test_cupel_size_is_retroactive_by_its_timing(tmp_path_factory):
+    """Issue 36: cupel_dedup score=size kinds=assistant_text removes a repeated answer text at the
+    first logged request that sends it, a request late where Claude Code's unlogged turn-end
+    request cached it already: it busts and costs more than the no-op on some sessions, which
+    no shrink-only insert-time policy does (tests/test_shrink_invariant.py). So it is classed
+    retroactive (docs/bound.md): bound_retro bounds it, and the engine drives it by
+    before_request, not on_append."""
+    from replay.experiments import bound as bound_mod
+    from replay.policies import get
+
+    ds = shared_dataset(tmp_path_factory, "entire-cli")
+    opts = ReplayOptions(cache=CacheConfig(observed_evictions="log"))
+    pol = build("cupel_dedup", {"score": "size", "kinds": ("assistant_text",)})
+    noop = _costs(ds, build("noop"), opts)
+    res = {s.session_key: replay_session(s, ds.vocab, pol, opts).figures for s in ds.sessions}
+    assert sum(f["busts"] for f in res.values()) > 0
+    dearer = [k for k, f in res.items() if f["cost"] > noop[k] + 1e-9]
+    assert dearer, "a shrink-only insert-time policy never costs more than the no-op: this one does"
+    assert sum(f["cost"] for f in res.values()) > sum(noop.values())
+    assert not _beats(_costs(ds, LosslessBound(), opts), {k: f["cost"] for k, f in res.items()},
+                      tail_premium(ds, opts.prices))
+    cls = get("cupel_dedup")
+    assert cls.retroactive() and not cls.insert_time()
+    # the class lists agree: the insert-time class names no cupel setting, the lossless one does
+    assert not any(name == "cupel_dedup" for name, _ in INSERT_CLASS)
+    assert ("cupel_dedup", {"score": "size", "kinds": ("assistant_text",)}) in RETRO_CLASS
+    doc = (ROOT / "docs" / "bound.md").read_text()
+    insert_section = doc.split("## Insert-time bound")[1].split("## Lossless bound")[0]
+    assert "`cupel_dedup` at every\nsetting, `score=size` included" in insert_section
+    assert "Not cupel_dedup, at any setting" in bound_mod.__doc__

@@ -12,8 +12,8 @@ from replay.model.cache import CacheConfig
 from replay.model.costs import PriceTable
 from replay.policies import build
 from replay.policies.base import ParamError
-from replay.policies.claude_code_autocompact import ClaudeCodeAutocompact
-from replay.policies.server_compaction import ServerCompaction
+from replay.policies.claude_code_autocompact import TRIGGERS, ClaudeCodeAutocompact, derive, trigger_for
+from replay.policies.server_compaction import ServerCompaction, UnsupportedModelWarning, supported
 
 from trace_builder import TraceBuilder
 
@@ -120,7 +120,7 @@ def test_below_the_trigger_nothing_changes():
 
 
 def test_autocompact_fires_at_the_window_minus_the_reserve_with_the_same_pricing():
-    assert ClaudeCodeAutocompact().trigger(None, 0) == 167_000
+    assert ClaudeCodeAutocompact().reserve(None) == 33_000  # an unknown client version: the documented default
     r = run(stream(5), ClaudeCodeAutocompact(ClaudeCodeAutocompact.make_params(
         {"window_tokens": 60_000, "reserve_tokens": 10_000, "summary_tokens": 3_500})))
     assert r.figures["compactions"] == 1
@@ -142,10 +142,11 @@ def test_policies_json_lists_the_issue_28_policies_with_sources_and_defaults():
     assert res.exit_code == 0, res.output
     got = {p["name"]: p for p in json.loads(res.output)}
     want = {
-        "observation_masking": ({"window": 10, "polling": 0, "placeholder_tokens": 9.0}, "LastNObservations"),
+        "observation_masking": ({"window": 10, "polling": 1, "placeholder_tokens": 9.0, "observation": "step"},
+                                "LastNObservations"),
         "server_compaction": ({"trigger": 150_000, "summary_tokens": 3_500.0, "instruction_tokens": 95.0},
                               "compact_20260112"),
-        "claude_code_autocompact": ({"window_tokens": 200_000, "reserve_tokens": 33_000, "summary_tokens": 2_792.0},
+        "claude_code_autocompact": ({"window_tokens": 200_000, "reserve_tokens": None, "summary_tokens": 2_792.0},
                                     "compact_boundary"),
     }
     for name, (defaults, source) in want.items():
@@ -153,3 +154,132 @@ def test_policies_json_lists_the_issue_28_policies_with_sources_and_defaults():
         assert {k: params[k] for k in defaults} == defaults
         assert source in got[name]["source"]
         assert got[name]["retroactive"] is True
+
+
+# --- issue 36: the auto-compact trigger per client version --------------------------------------
+
+# the measured per-version figures of the module doc (auto compactions' preTokens, sustained context)
+MEASURED = {
+    "2.0.76": ([123_067, 123_258, 123_332], 148_926),
+    "2.1.1": ([155_301, 155_539], 154_524),
+    "2.1.7": ([155_241, 155_413, 155_598, 155_830, 156_699, 156_822], 154_803),
+    "2.1.17": ([155_031, 155_099, 155_333, 155_472, 157_692], 154_959),
+    "2.1.22": ([], 159_319),
+    "2.1.29": ([167_094, 167_174, 167_335, 167_369], 166_762),
+    "2.1.39": ([167_361, 167_370, 167_389, 167_998], 166_630),
+}
+
+
+def test_derive_splits_where_a_client_carried_a_context_past_the_rows_compactions():
+    rows = derive(MEASURED)
+    assert [(r["first"], r["last"], r["trigger"], r["compactions"]) for r in rows] == [
+        ("2.0.76", "2.0.76", None, 3),       # thin (and contradicted: 148,926 carried on): the default
+        ("2.1.1", "2.1.17", 155_000, 13),
+        ("2.1.22", "2.1.39", 167_000, 8),    # starts where 159,319 was carried past 155k
+    ]
+
+
+def test_thin_evidence_falls_back_to_the_default_rather_than_fitting_a_few_points():
+    # 2.0.76's three compactions at 123k: fewer than 5, so no row of its own trigger
+    assert derive({"2.0.76": (MEASURED["2.0.76"][0], 0)})[0]["trigger"] is None
+    assert trigger_for("2.0.76") == 167_000
+    five = [123_067, 123_258, 123_332, 123_400, 123_500]
+    assert derive({"2.0.76": (five, 0)})[0]["trigger"] == 123_000
+    # and a row whose sustained context passes its own compactions contradicts itself
+    assert derive({"2.0.76": (five, 148_926)})[0]["trigger"] is None
+
+
+def test_the_table_by_client_version():
+    assert [trigger_for(v) for v in ("2.1.1", "2.1.7", "2.1.20", "2.1.22", "2.1.29", "2.1.49", "2.1.199")] == [
+        155_000, 155_000, 155_000, 167_000, 167_000, 167_000, 167_000]
+    assert [trigger_for(v) for v in (None, "", "x.y", "0.2.9", "1.0.45", "2.0.76")] == [167_000] * 6
+    assert ClaudeCodeAutocompact().reserve("2.1.7") == 45_000
+    fixed = ClaudeCodeAutocompact(ClaudeCodeAutocompact.make_params({"reserve_tokens": 50_000}))
+    assert fixed.reserve("2.1.7") == fixed.reserve("2.1.29") == 50_000
+    assert ClaudeCodeAutocompact.make_params({"reserve_tokens": "none"}).reserve_tokens is None
+
+
+@pytest.mark.parametrize("version,first", [("2.1.7", 1), ("2.1.29", 2), (None, 2)])
+def test_the_replay_fires_at_its_clients_trigger(version, first):
+    # window 60,000: 2.1.7 keeps 45,000 free (trigger 15,000), 2.1.29 and an unknown client 33,000
+    # (27,000); request j sends 10,500 + 10,050 j, so 2.1.7 compacts at request 1, the others at 2
+    b = TraceBuilder(overhead=10_000, models=("m",), version=version)
+    b.block(500, "user_text", ts=0)
+    b.request(ts=0)
+    for i in range(3):
+        b.tool_call("Bash", 10_000, args=f"c{i}", ts=20_000 * (i + 1))
+        b.request(ts=20_000 * (i + 1))
+    p = spy(ClaudeCodeAutocompact, window_tokens=60_000, summary_tokens=3_500)
+    r = run(b, p)
+    assert r.figures["compactions"] >= 1
+    assert r.detail["input_total"][first] < 10_500 + 10_050 * first
+    assert all(r.detail["input_total"][k] == 10_500 + 10_050 * k for k in range(first))
+
+
+def _bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "autocompact_trigger.py"
+    spec = importlib.util.spec_from_file_location("autocompact_trigger_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_table_is_derived_from_the_shared_logs_and_holds_on_later_versions():
+    from conftest import shared_logs
+
+    bench = _bench()
+    roots = [str(shared_logs(d)) for d in ("claude-code-2026", "entire-cli", "claude-code")]
+    events, _, sustained, big = bench.scan(roots)
+    vers = bench.per_version(events, sustained)
+    rows = derive(vers)
+    assert tuple((r["first"], r["trigger"], r["compactions"]) for r in rows) == TRIGGERS
+    # derived on the versions up to 2.1.49 only: the same rows up to there
+    early = {v: x for v, x in vers.items() if tuple(map(int, v.split("."))) <= (2, 1, 49)}
+    t_early = tuple((r["first"], r["trigger"], r["compactions"]) for r in derive(early))
+    assert t_early == TRIGGERS[:4]
+    checks = bench.holds(t_early, vers, big, "2.1.49")
+    assert len(checks) == 60 and [c[0] for c in checks if not c[4]] == ["2.1.104", "2.1.110"]
+
+
+# --- issue 36: server_compaction on a model outside the documented list -----------------------
+
+def test_supported_models_are_the_docs_list():
+    assert all(supported(m) for m in ("claude-opus-4-6", "claude-opus-4-7", "claude-sonnet-4-6",
+                                      "claude-sonnet-4-6-20260101", "claude-mythos-preview"))
+    assert not any(supported(m) for m in ("claude-opus-4-5-20251101", "claude-sonnet-4-5-20250929",
+                                          "claude-haiku-4-5", "claude-opus-4-8", "claude-opus-4-60", "m", ""))
+
+
+def _priced(model):
+    rates = {"input": 3, "cache_write_5m": 3.75, "cache_write_1h": 6, "cache_read": 0.3, "output": 15,
+             "min_cacheable": 1024}
+    b = TraceBuilder(overhead=10_000, models=(model,))
+    b.block(500, "user_text", ts=0)
+    b.request(ts=0)
+    for i in range(5):
+        b.tool_call("Bash", 10_000, args=f"c{i}", ts=20_000 * (i + 1))
+        b.request(ts=20_000 * (i + 1))
+    session, vocab = b.build()
+    return session, vocab, ReplayOptions(CacheConfig(ttl="5m"), PriceTable(overrides={model: rates}))
+
+
+def test_an_unsupported_model_is_named_in_a_warning_and_in_the_figures(recwarn):
+    session, vocab, opts = _priced("claude-opus-4-5-20251101")
+    with pytest.warns(UnsupportedModelWarning, match="claude-opus-4-5-20251101.*outside compact_20260112"):
+        r = replay_session(session, vocab, build("server_compaction", {"trigger": 50_000}), opts)
+    assert r.figures["unsupported_model_requests"] == 6
+    assert r.figures["unsupported_model_compactions"] == r.figures["compactions"] == 1
+
+
+def test_a_supported_model_is_replayed_without_a_warning():
+    import warnings
+
+    session, vocab, opts = _priced("claude-opus-4-6")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnsupportedModelWarning)
+        r = replay_session(session, vocab, build("server_compaction", {"trigger": 50_000}), opts)
+    assert r.figures["compactions"] == 1
+    assert r.figures["unsupported_model_requests"] == r.figures["unsupported_model_compactions"] == 0

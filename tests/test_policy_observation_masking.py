@@ -57,7 +57,19 @@ def swe_agent_omitted(n_obs, n, polling):
 def test_the_cut_is_swe_agents(n, polling):
     for n_obs in range(0, 60):
         assert masked_count(n_obs, n, polling) == swe_agent_omitted(n_obs, n, polling)
-    assert [masked_count(k, n, 0) for k in range(40)] == [masked_count(k, n, 1) for k in range(40)]
+
+
+def test_polling_zero_is_refused_as_swe_agent_divides_by_it():
+    # SWE-agent: (len(observation_indices) // self.polling) -> ZeroDivisionError at polling 0
+    with pytest.raises(ZeroDivisionError):
+        swe_agent_omitted(5, 10, 0)
+    with pytest.raises(ParamError, match="polling = 0: must be >= 1"):
+        Cls.make_params({"polling": 0})
+    with pytest.raises(ParamError, match="polling"):
+        build("observation_masking", {"polling": "0"})
+    with pytest.raises(ValueError, match="polling"):
+        masked_count(5, 10, 0)
+    assert Cls.Params().polling == 1  # SWE-agent's default
 
 
 def test_fifteen_results_with_window_ten_mask_the_five_oldest():
@@ -105,13 +117,60 @@ def test_only_the_named_tools_are_observations_and_keep_tools_are_never_masked()
     res = []
     for i, tool in enumerate(["Bash", "Grep", "Bash", "Bash", "Grep"]):
         res.append(b.tool_call(tool, 1000, args=f"c{i}", ts=1000 * i))
+        b.request(ts=1000 * i + 500)
     b.request(ts=10_000)
     p = spy(window=1, tools="Bash")
     run(b, p)
-    assert [p.sizes[0][i] for i in res] == [9.0, 1000.0, 9.0, 1000.0, 1000.0]
+    assert [p.sizes[-1][i] for i in res] == [9.0, 1000.0, 9.0, 1000.0, 1000.0]
     p = spy(window=1, keep_tools="Grep")
     run(b, p)
-    assert [p.sizes[0][i] for i in res] == [9.0, 1000.0, 9.0, 9.0, 1000.0]
+    assert [p.sizes[-1][i] for i in res] == [9.0, 1000.0, 9.0, 9.0, 1000.0]
+
+
+def parallel_steps(widths):
+    """A task prompt, then one request per step carrying ``len`` parallel tool results (1000 tokens each)."""
+    b = TraceBuilder(overhead=10_000, models=("m",))
+    b.block(500, "user_text", ts=0)
+    b.request(ts=0)
+    steps = []
+    t = 0
+    for s, w in enumerate(widths):
+        t += 20_000
+        steps.append([b.tool_call("Bash", 1000, args=f"s{s}c{j}", ts=t) for j in range(w)])
+        b.request(ts=t)
+    return b, steps
+
+
+def test_a_step_with_several_results_is_one_observation():
+    # SWE-agent's agents run one action per step and append one observation per step; a
+    # request carrying three parallel results is one observation, so with n = 2 after four
+    # steps (N = 4 + 1 template) the oldest 2 steps are elided, all their results together
+    b, steps = parallel_steps([3, 1, 2, 1])
+    p = spy(window=2)
+    r = run(b, p)
+    last = p.sizes[-1]
+    assert [[last[i] for i in st] for st in steps] == [[9.0] * 3, [9.0], [1000.0] * 2, [1000.0]]
+    # the cut moves once per step: after step 3 (N = 4: step 1 masked), after step 4 (step 2)
+    assert r.figures["masks"] == 2 and r.figures["blocks_changed"] == 4
+    masked = [sum(1 for st in steps for i in st if i < len(sz) and sz[i] == 9.0) for sz in p.sizes]
+    assert masked == [0, 0, 0, 3, 4]
+
+
+def test_observation_result_counts_each_result_as_before():
+    # the rule before issue 36: 7 results are 7 observations, so n = 2 keeps the 2 newest results
+    b, steps = parallel_steps([3, 1, 2, 1])
+    p = spy(window=2, observation="result")
+    run(b, p)
+    last = p.sizes[-1]
+    assert [[last[i] for i in st] for st in steps] == [[9.0] * 3, [9.0], [9.0, 1000.0], [1000.0]]
+    # with one result per request the two rules agree
+    b1, _ = stream(15)
+    a, c = spy(window=10), spy(window=10, observation="result")
+    run(b1, a)
+    run(b1, c)
+    assert a.sizes == c.sizes
+    with pytest.raises(ParamError, match="observation"):
+        Cls.make_params({"observation": "turn"})
 
 
 def test_a_reread_of_a_masked_file_is_charged_and_it_is_never_masked_again():

@@ -32,7 +32,7 @@ def bound(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_
     """The offline-optimal bounds: what a lossless policy that knew the whole log could save.
 
     insert-time (bound_insert), the bound of every insert-time lossless policy (devboy_lru,
-    jp_resource_dedup, read_range_dedup, cupel_dedup with score=size): every byte-identical
+    jp_resource_dedup, read_range_dedup): every byte-identical
     repeat of a block of any kind still in context (same compaction partition), and every read
     whose line range an earlier read of the same path still in context covers with no write of
     the path in between (open reads capped at 2000 lines), is removed (size 0) as it arrives:

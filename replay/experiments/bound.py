@@ -22,8 +22,10 @@ Insert-time bound (``bound_insert``)
       path's index is dropped). Spans are read_range_dedup's (`replay.policies.
       read_range_dedup.span`): an open-ended read covers 2000 lines.
     Members: devboy_lru and jp_resource_dedup (index reset at compactions), read_range_dedup
-    at its safe settings, cupel_dedup with score=size (the earliest copy survives: each later
-    copy is removed at its first request).
+    at its safe settings. Not cupel_dedup, at any setting: with score=size it keeps the earliest
+    copy, but removes each later one at the first logged request that sends it, a request late
+    where Claude Code's unlogged turn-end request already cached it (kinds=assistant_text: 9
+    busts on entire-cli, costlier than the no-op), so it is retroactive (docs/bound.md).
 
 Lossless bound (``bound_retro``)
     Class: every lossless policy, retroactive or insert-time or both: the insert-time class,
@@ -31,7 +33,7 @@ Lossless bound (``bound_retro``)
     that a later non-error read of the same path covers (`replay.policies.common.covers`)
     with no mutating tool result of the path in between (the candidates of
     `replay.policies.lossless.removals`, shared with cache_aware_trim). Members: cupel_dedup
-    at every setting, cache_aware_trim without ``lossy``, pipelines of lossless steps.
+    at every setting (score=size included), cache_aware_trim without ``lossy``, pipelines of lossless steps.
     Bound (a relaxation): the insert-time bound's removals, and every such superseded read
     removed as it arrives (before the read that supersedes it: no policy can). For a pair of
     identical copies the earlier is kept; from the later copy on the same bytes are in

@@ -18,7 +18,14 @@ scorer is a parameter:
   context's oldest timestamped item; the shared corpus has none).
 * ``"size"`` — an absolute score from the block's byte size. Byte-identical copies have equal
   sizes, so it reduces to the tie rule: the earliest copy survives and each later copy is
-  removed at its first request. Append-only: never busts (a control for the bust cost).
+  removed at its first logged request. It never changes what a logged request sent, yet it is
+  retroactive by its timing, not insert-time: Claude Code's unlogged turn-end request (the
+  cache model's turn-end write, docs/replay-model.md) caches an answer's final text before the
+  next logged request, so a repeated answer text is removed a request late and the entry that
+  holds it is cut, a cache bust. With ``kinds = assistant_text``: 9 busts on ``entire-cli/``
+  and $758.73 against the no-op's $758.67 (calibrated); so ``bound_retro`` bounds it, not
+  ``bound_insert`` (docs/bound.md, tests/test_bound_class.py). Far fewer busts than
+  ``"recency"`` (a control for the bust cost).
 * ``"kind"`` — Cupel's ``KindScorer`` default weights, with block kinds mapped to Cupel kinds:
   compact_summary = Memory 0.8, tool_result = ToolOutput 0.6, attachment = Document 0.4,
   user/assistant text, thinking, tool_use and image = Message 0.2. Copies of one kind tie
