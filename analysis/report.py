@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from . import advice
 from . import intervals as iv
 from . import plots, report_claims, tables
 from . import report_md as sections
@@ -89,7 +90,7 @@ def build(db: Path, dataset: str, out_dir: Path, *, objective: str = "cost",
     return res
 
 
-def _whatif(con, dataset: str, slice: dict | None, prices=None) -> dict[str, Any] | None:
+def _whatif(con, dataset: str, slice: dict | None, prices=None, brk: dict | None = None) -> dict[str, Any] | None:
     """The cache what-ifs of the report's sessions (`replay.experiments.whatif`, model-only), or
     None when the dataset has no Claude session to replay (the levers section then names the
     breaks only)."""
@@ -104,7 +105,10 @@ def _whatif(con, dataset: str, slice: dict | None, prices=None) -> dict[str, Any
         return None
     if not ds.sessions:
         return None
-    return whatif(ds, ReplayOptions(prices=prices) if prices is not None else ReplayOptions())
+    wi = whatif(ds, ReplayOptions(prices=prices) if prices is not None else ReplayOptions())
+    # each lever as the client setting that applies it (`ctxreplay advise`)
+    wi["advice"] = advice.advise(con, dataset, ds, wi, brk, keys=[s.session_key for s in ds.sessions] if slice else None)
+    return wi
 
 
 def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str,
@@ -125,7 +129,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     con = store.connect(db, read_only=True)
     try:
         overview = tables.dataset_overview(con, dataset)
-        ds_meta = con.execute("SELECT key_fingerprint, token_counter FROM datasets WHERE name = ?",
+        ds_meta = con.execute("SELECT key_fingerprint, token_counter, description FROM datasets WHERE name = ?",
                               [dataset]).fetchone()
         every = compare(con, dataset)
         rows = [r for r in every if r["cache_config"].get("slice") == slice]
@@ -138,7 +142,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
         # the recommendation is chosen on the earlier sessions and leads with its saving on the later ones
         ans = answer(con, rows, objective, max_risk, min_per_session=min_per_session, split="time")
         brk = breaks_summary(con, dataset, prices)
-        wi = _whatif(con, dataset, slice, prices)
+        wi = _whatif(con, dataset, slice, prices, brk)
         claims = report_claims.claims_md(con, dataset, rows)
         # each sweep's cheapest setting is picked on its earlier sessions and shown on the later ones
         held = {sid: sweep_best.sweep_pick(con, rows, sid) for sid in sorted({r["sweep_id"] for r in rows
@@ -206,10 +210,11 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
 
     # ---- markdown: the answer first, then both variants, fidelity, detail ------------------
     gen = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    md: list[str] = [f"# ctxreplay policy report: {dataset}", ""]
+    md: list[str] = [f"# ctxreplay policy report: {dataset}", "", *synthetic_banner(ds_meta[2])]
     md += sections.levers(brk, wi, ans)
     md += sections.recommendation(ans, bands, _img_md("answer", figures))
     md += sections.levers_chart(_img_md("levers", figures))
+    md += advice.markdown((wi or {}).get("advice"))
     md += sections.both_variants(rows)
     md += sections.bounds(rows)
     md += sections.fidelity(fid, _img_md("fidelity", figures))
@@ -271,6 +276,19 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     return {"out": str(out_dir), "runs": len(rows), "figures": len(figures), "recommendation": rec, "answer": ans}
 
 
+SYNTHETIC_NOTICE = "Synthetic data: these savings illustrate the pipeline, not what real logs save."
+
+
+def synthetic_banner(description: str | None) -> list[str]:
+    """One short line, under the title, for a dataset its ``datasets.description`` marks
+    ``{"synthetic": true}`` (`ctxreplay demo` marks the embedded sample so)."""
+    try:
+        meta = json.loads(description) if description else None
+    except ValueError:
+        meta = None
+    return [f"**{SYNTHETIC_NOTICE}**", ""] if isinstance(meta, dict) and meta.get("synthetic") is True else []
+
+
 def _fidelity_bands(rows: list[dict]) -> dict[str, float | None]:
     """|cost error| of the latest calibrated and model-only baselines (log TTL where there is one)."""
     out: dict[str, float | None] = {}
@@ -286,7 +304,9 @@ def _img_md(section: str, figures) -> str:
 
 
 IMAGE_LINE = re.compile(r"^!\[(?P<cap>[^\]]*)\]\((?P<rel>img/[^)\s]+)\)$")
-CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto 2em;padding:0 1em;color:#222}"
+       # a compact title and banner (a synthetic dataset's notice): the answer and its chart stay on the first screen
+       "h1{font-size:1.5em;margin:.2em 0}h1+p{margin:.2em 0 .5em;font-size:14px}"
        # tables shrink to the page: small type, cells wrap; the wrapper scrolls a table that still cannot fit
        # (many agents side by side) instead of widening the whole page
        "div.table{max-width:100%;overflow-x:auto;margin:1em 0}"

@@ -13,8 +13,17 @@ def claims_md(con, dataset: str, rows: list[dict]) -> list[str]:
     from replay.experiments import claims_register as reg
     from replay.experiments.runs import load
 
-    claims = reg.evaluate(con, load(con, dataset), iv, reg.stored_runs(rows))
+    claims = reg.evaluate(con, load(con, dataset), iv, reg.stored_runs(rows), prices=_prices(rows))
     return section(claims)
+
+
+def _prices(rows: list[dict]):
+    """The price table of the runs' no-op baseline (the cache-advice claims re-price the recorded
+    requests with it), else the library's."""
+    from replay.model.costs import PriceTable
+
+    p = next((r.get("prices") for r in rows if r["policy"] == "noop" and r.get("prices")), None)
+    return PriceTable() if not p else PriceTable(p["price_date"], p.get("overrides") or {}, p.get("override_file"))
 
 
 def _usd(v: float) -> str:
@@ -37,6 +46,9 @@ def parts(c: dict[str, Any]) -> dict[str, str]:
     reason = f": {c['reason']}"
     if c.get("cost_verdict"):
         reason += f"; {c['cost_verdict']['verdict']} {c['cost_verdict']['reason']}"
+    for q in c.get("cost_paper_prices") or ():
+        got = "-" if q["saved_pct"] is None else f"{q['saved_pct']:+.2f}%{_span(q['interval_pct'])}"
+        reason += f"; {q['pricing']}: {got}, {q['verdict']}"
     return {"published": pub,
             "own": f"{m['value']:,.2f}{_span(m['interval'])}" if measured else "-",
             "unit": m["unit"] if measured else "",

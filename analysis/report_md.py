@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from . import advice
 from . import intervals as iv
 from .answer import (BOUNDS, bound_runs, bound_share, calibrated_whatif, interval_text, money, name, pct,
                      per_session_text, settings, ttl_text)
@@ -353,9 +354,12 @@ def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any]) 
     distinguishable, or below the practical threshold per session, is said not worth acting on.
     Kept short: the recommendation and its chart follow within the first screen."""
     md = ["## The levers, biggest first", ""]
+    setting = advice.first_line((wi or {}).get("advice"))
     recorded = (wi or {}).get("baseline", {}).get("recorded_cost")
     share = f" ({brk['cost'] / recorded:.1%} of the recorded cost, {money(recorded, 'cost')})" if recorded else ""
-    head = f"Cache breaks re-billed **{money(brk['cost'], 'cost')}**{share} in {brk['breaks']:,} breaks."
+    # the first screen names the client setting to change (issue 36), before the diagnosis
+    head = (setting + " " if setting else "") + \
+        f"Cache breaks re-billed **{money(brk['cost'], 'cost')}**{share} in {brk['breaks']:,} breaks."
     items: list[tuple[float, str]] = []
     idle: list[str] = []
     switches: list[str] = []
@@ -365,7 +369,8 @@ def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any]) 
         # a client behaviour of some versions that these logs never show is no lever to mention
         idle = [r["name"] for r in wi["scenarios"] if not r["sessions_changed"] and r["family"] != "client"]
         for r in wi["scenarios"]:
-            if not r["sessions_changed"]:
+            if not r["sessions_changed"] or r["family"] == "client":
+                # a client behaviour of some versions explains past breaks (`breaks`); it is no lever
                 continue
             if r["family"] in SWITCHES:  # another model or provider is a switch, not a cache setting: said apart
                 switches.append(f"`{r['name']}` {money(r['saved']['cost'], 'cost')} ({r['saved_pct']['cost']:+.2f}%)")
@@ -392,8 +397,7 @@ def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any]) 
     md += [t for _, t in sorted(items, key=lambda x: -x[0])]
     rest = []
     if switches:
-        rest.append("not a cache setting, so not ranked with the levers: on another model's or provider's "
-                    "rates " + ", ".join(switches))
+        rest.append("not cache settings, not ranked: another model's or provider's rates " + ", ".join(switches))
     if more > 0:
         rest.append(f"{more} more scenario(s) save less")
     if idle:

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from analysis import intervals as iv
 from replay.cli.claims import claims as claims_cmd
+from replay.experiments import claims_cache as cc
 from replay.experiments import claims_metrics as cm
 from replay.experiments import claims_register as reg
 from replay.model.arrays import Dataset
@@ -46,10 +47,13 @@ def test_register_entries_are_whole():
         if c.rule == "not_testable":
             assert c.policy is None and c.metric is None
             continue
-        assert c.policy and c.metric in {**cm.RUN_METRICS, **cm.TRACE_METRICS}
+        if c.lever is not None:  # a cache-advice claim: the recorded requests re-priced, no policy run
+            assert c.policy is None and c.metric in cc.CACHE_METRICS
+        else:
+            assert c.policy and c.metric in {**cm.RUN_METRICS, **cm.TRACE_METRICS}
         assert (c.figure is not None) == (c.rule in ("at_least", "range")), c.id
     ct = next(c for c in reg.REGISTER if c.id == "complexity_trap_cost")
-    assert ct.params["window"] == 10 and ct.figure == (50.0, 57.0) and ct.metric == "context_tokens_saved"
+    assert ct.params["window"] == 10 and ct.figure == (50.9, 56.1) and ct.metric == "context_tokens_saved"
 
 
 def _runs_db(rows):
@@ -172,12 +176,24 @@ def test_cli_claims_register_json_on_the_sample(sample_db, tmp_path):
         if c["rule"] == "not_testable":
             assert c["verdict"] == "not testable offline" and c["cost"] is None and c["reason"]
             continue
+        if c["lever"] is not None:  # the cache-advice claims: re-priced recorded requests, no run
+            assert c["verdict"] in ("holds", "does not hold here", "not exercised") and c["reason"], c
+            if c["verdict"] != "not exercised":
+                assert c["reason"].startswith("95% interval") and c["cost"]["interval_pct"]
+            continue
         if c["policy"]["name"] not in REGISTRY:
             assert c["verdict"] is None and "not registered" in c["reason"]
             continue
         measured += 1
         m, cost = c["own_metric"], c["cost"]
+        if c["verdict"] == "not exercised":  # the policy changed nothing on the sample
+            assert "changed nothing" in c["reason"] or "nothing to measure" in c["reason"]
+            continue
         assert c["verdict"] in ("holds", "does not hold here") and c["reason"].startswith("95% interval")
+        if c["id"] == "complexity_trap_cost":  # also priced as the paper priced it
+            paper = {q["pricing"]: q for q in c["cost_paper_prices"]}
+            assert set(paper) == {p[0] for p in cc.PAPER_PRICINGS}
+            assert paper["paper: no cache discount, no write premium"]["saved_pct"] > 0  # input shrinks, no cache
         if m["value"] is not None:
             assert m["interval"]["low"] <= m["value"] <= m["interval"]["high"], c
         assert cost["interval_pct"]["low"] <= cost["saved_pct"] <= cost["interval_pct"]["high"]

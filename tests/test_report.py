@@ -25,7 +25,21 @@ def demo(tmp_path_factory):
     assert summary["db"] == str(d / "demo.duckdb") and summary["report"] == str(d / "report" / "index.html")
     assert summary["ingest"]["sessions"] > 0 and "noop" in summary["policies"] and summary["answer"]["headline"]
     assert set(summary["fidelity"]) >= {"calibrated", "model_only"}
+    # the embedded sample is synthetic, and the summary says so
+    assert summary["synthetic"] is True and "Synthetic data" in summary["notice"]
+    assert "illustrate the pipeline, not what real logs save" in summary["notice"]
     return d
+
+
+def test_demo_report_says_the_data_is_synthetic_on_its_first_screen(demo):
+    from analysis.report import SYNTHETIC_NOTICE
+
+    md = (demo / "report" / "report.md").read_text().splitlines()
+    # the banner is the line under the title, one short line, before the answer
+    assert md[0].startswith("# ctxreplay policy report") and md[2] == f"**{SYNTHETIC_NOTICE}**"
+    assert "illustrate the pipeline, not what real logs save" in md[2] and len(md[2]) < 120
+    html = (demo / "report" / "index.html").read_text()
+    assert html.index("Synthetic data") < html.index("<h2")  # above every section
 
 
 def test_report_files_and_offline_html(demo):

@@ -302,7 +302,7 @@ def test_report_never_ranks_a_calibrated_whatif_and_leads_with_the_levers(sample
     levers = md.split("## The levers")[1].split("\n## ")[0]
     ranked = [line for line in levers.splitlines() if line.startswith("- ")]
     assert ranked and not any(x in line for line in ranked for x in ("(price)", "(provider)", "rates_sonnet", "openai_"))
-    assert "not a cache setting" in levers.lower() and "`rates_sonnet_4_5`" in levers
+    assert "not cache settings, not ranked" in levers.lower() and "`rates_sonnet_4_5`" in levers
     rec = md.split("## Recommendation")[1].split("\n## ")[0]
     assert "TTL as logged" in rec and "TTL 5m" not in rec
     board = md.split("## Leaderboard")[1].split("\n## ")[0]

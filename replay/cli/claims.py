@@ -20,7 +20,7 @@ from replay.cli.fmt import wide_option
 @json_option("Print JSON: claims (the register: per published claim its text, figure, where published, "
              "conditions, own_metric (value and 95% interval in the claim's own metric), cost (billed dollars "
              "and percent saved with prompt caching priced, 95% interval_pct, run ids), verdict, reason and "
-             "with_caching), and sources (per source devboy, jp_067, ai_experiments: its own accounting in "
+             "with_caching; cost_paper_prices: the Complexity Trap priced as the paper priced it), and sources (per source devboy, jp_067, ai_experiments: its own accounting in "
              "detail and ctxreplay's savings with intervals).")
 @format_option
 def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, wide, as_json):
@@ -28,11 +28,15 @@ def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price
     its own metric, then in dollars with prompt caching priced, with a verdict.
 
     Claims: devboy, JP 067 and 036, Cupel, ai-experiments, Anthropic context editing (84% fewer
-    tokens), Claude Code microcompact, the Complexity Trap's observation masking (M = 10) and
-    SWE-agent's warning that masking breaks prompt caching; solve-rate claims are listed as not
-    testable offline. Verdicts: holds / does not hold here / not testable offline, from the own
-    metric's 95% paired bootstrap interval (method: replay/experiments/claims_register.py,
-    docs/claims.md). Then per source in detail:
+    tokens), Claude Code microcompact, the Complexity Trap's observation masking (M = 10; also
+    priced as the paper priced it, with no cache-write premium) and SWE-agent's warning that
+    masking breaks prompt caching; the published cache-TTL advice (main conversation at 1h with
+    subagents at 5m; subagent cache writes' share of cost and re-cached system prompts; the
+    March 2026 move from 1-hour to 5-minute TTLs), measured on the recorded requests re-priced
+    (replay/experiments/claims_cache.py); solve-rate claims are listed as not testable offline.
+    Verdicts: holds / does not hold here / not exercised (the policy or setting changes nothing
+    on these logs) / not testable offline, from the own metric's 95% paired bootstrap interval
+    (method: replay/experiments/claims_register.py, docs/claims.md). Then per source in detail:
 
     devboy: its published simulator's L0 dedup accounting (tool results of >= 200 chars, one
     FIFO of 5 per session log cleared at compaction, chars/4 tokens, 15-token hints): the

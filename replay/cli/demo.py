@@ -31,6 +31,17 @@ def sample_logs_dir() -> Path:
     return tmp
 
 
+SYNTHETIC_NOTICE = ("Synthetic data: the embedded sample (datasets/sample/README.md) is generated, not anyone's "
+                    "logs; its savings illustrate the pipeline, not what real logs save.")
+
+
+def mark_synthetic(con, dataset: str) -> None:
+    """Mark ``dataset`` as generated data (``datasets.description``: ``{"synthetic": true, ...}``);
+    the report reads the marker and says so under its title."""
+    con.execute("UPDATE datasets SET description = ? WHERE name = ?",
+                [json.dumps({"synthetic": True, "card": "datasets/sample/README.md"}), dataset])
+
+
 @click.command()
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=Path("out/demo.duckdb"),
               show_default=True, help="Where the demo database goes (recreated each time).", callback=remember_db)
@@ -38,7 +49,8 @@ def sample_logs_dir() -> Path:
               help="Log directory to use instead of the embedded sample.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out/report"),
               show_default=True, help="Where the report goes.")
-@json_option("Print only a JSON summary at the end: {db, report, ingest, fidelity, policies, bounds, sweep, answer}.")
+@json_option("Print only a JSON summary at the end: {db, report, logs, synthetic, notice, ingest, fidelity, policies, "
+             "bounds, sweep, answer}.")
 def demo(db: Path, logs: Path | None, report_dir: Path, as_json: bool) -> None:
     """Run the whole pipeline on the embedded sample dataset (no logs of your own needed).
 
@@ -46,15 +58,24 @@ def demo(db: Path, logs: Path | None, report_dir: Path, as_json: bool) -> None:
     replays the no-op baseline and every policy at its source's defaults under both cache-model
     variants (calibrated and model-only), computes the offline-optimal bounds (`ctxreplay bound`)
     under both, sweeps devboy's LRU capacity and writes the policy report (index.html + report.md).
+
+    The sample is synthetic: the demo, its JSON (synthetic, notice) and its report say so; its
+    savings illustrate the pipeline, not what real logs save (--logs: your own logs instead).
     """
+    synthetic = logs is None  # the embedded sample: generated data, marked so in the database and the report
     logs = logs or sample_logs_dir()
     db.parent.mkdir(parents=True, exist_ok=True)
     for suffix in ("", ".wal"):
         Path(str(db) + suffix).unlink(missing_ok=True)
-    summary: dict = {"db": str(db), "report": str(report_dir / "index.html"), "logs": str(logs)}
+    summary: dict = {"db": str(db), "report": str(report_dir / "index.html"), "logs": str(logs),
+                     "synthetic": synthetic, "notice": SYNTHETIC_NOTICE if synthetic else None}
     with _quiet(as_json):
+        if synthetic:
+            out.print(f"[bold yellow]{esc(SYNTHETIC_NOTICE)}[/]")
         summary["ingest"] = _ingest_sample(logs, db)
         con = open_db(db, read_only=False)
+        if synthetic:
+            mark_synthetic(con, "sample")
         summary["fidelity"] = _baseline_fidelity(con)
         summary["policies"] = _every_policy(con)
         summary["bounds"] = _bounds(con)
@@ -67,6 +88,8 @@ def demo(db: Path, logs: Path | None, report_dir: Path, as_json: bool) -> None:
         click.echo(json.dumps(strict(summary), indent=2, allow_nan=False, default=str))
         return
     out.print(f"[green]demo done[/]: {esc(db)}, {esc(report_dir)}/index.html")
+    if synthetic:
+        out.print(f"[bold yellow]{esc(SYNTHETIC_NOTICE)}[/]")
 
 
 @contextmanager

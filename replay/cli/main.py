@@ -12,7 +12,7 @@ from __future__ import annotations
 import click
 
 from replay import __version__
-from replay.cli import bound, breaks, check, claims, data, demo, fidelity, results, run, usage, whatif
+from replay.cli import advise, bound, breaks, check, claims, data, demo, fidelity, results, run, usage, whatif
 from replay.cli.common import CONTEXT_SETTINGS, EXIT_CODES, CleanGroup
 from replay.cli.demo import sample_logs_dir
 from replay.cli.privacy import anonymize
@@ -35,7 +35,7 @@ def main() -> None:
 
 
 for _command in [*data.COMMANDS, *usage.COMMANDS, *run.COMMANDS, *results.COMMANDS, *fidelity.COMMANDS, *breaks.COMMANDS,
-                 *bound.COMMANDS, *whatif.COMMANDS, *claims.COMMANDS, *check.COMMANDS, *demo.COMMANDS, anonymize]:
+                 *bound.COMMANDS, *whatif.COMMANDS, *advise.COMMANDS, *claims.COMMANDS, *check.COMMANDS, *demo.COMMANDS, anonymize]:
     # every command answers -h, also when invoked on its own (tests, docgen): click caches a
     # command's help option from the first context that asks for it
     _command.context_settings = {**CONTEXT_SETTINGS, **_command.context_settings}

@@ -19,7 +19,7 @@ from replay.cli.fmt import amount, count, fit, money, wide_option
 @dataset_option("Dataset [default: the only one].")
 @click.option("--scenario", "scenarios", metavar="NAME", multiple=True,
               help="Run only this scenario (repeatable) [default: every scenario and the bound]. Names: "
-                   "ttl_5m, ttl_1h, ttl_mixed, keepalive_15m, keepalive_60m, online_1h_after_idle, "
+                   "ttl_5m, ttl_1h, main_1h_sub_5m, main_5m_sub_1h, ttl_mixed, keepalive_15m, keepalive_60m, online_1h_after_idle, "
                    "no_thinking_switch, no_task_turns, no_skill_turns, no_tool_search, no_resume_rerender, openai_caching, "
                    "rates_sonnet_4_5, bound_offline (`--list` describes each).")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
@@ -89,6 +89,10 @@ def whatif(db, dataset, scenarios, jobs, list_only, prices_file, price_date, sin
         task = progress.add_task("", total=len(ds.sessions))
         got = run_whatif(ds, ReplayOptions(CacheConfig(), prices), names, on_step=lambda s: progress.advance(task),
                          jobs=jobs)
+    from analysis.advice import advise as build_advice
+
+    # each lever as the client setting that applies it, first (the whole table: `ctxreplay advise`)
+    got["advice"] = build_advice(con, dataset, ds, got, None, keys=[s.session_key for s in ds.sessions] if slc else None)
     got = {"dataset": dataset, "slice": slc, **got}
     if as_json:
         echo_json(got, default=None)
@@ -123,6 +127,12 @@ def _pct(x: float | None) -> str:
 
 
 def _print(got: dict, wide: bool = False) -> None:
+    from analysis.advice import first_line
+
+    line = first_line(got.get("advice"))
+    if line:  # what to change, in the client's own terms, before the table of scenarios
+        out.print(esc(line.replace("**", "").replace("`", "").replace("*Advice* below", "`ctxreplay advise` lists "
+                                                                       "every setting")))
     b = got["baseline"]
     more = ("variant", "sessions changed", "model error there", "pings") if wide else ()
     t = Table("scenario", "cost $", "saved", "95% interval", "predictive replay [95%]", "agree", "writes saved",

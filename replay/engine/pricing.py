@@ -86,6 +86,9 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
         client = whatif.client
         sys_ttl = clock(TTL_MS[client.system_ttl]) if client.system_ttl else None
         keep = client.keepalive
+        kind_ttl = client.main_ttl if st.kind == "main" else client.subagent_ttl
+        if kind_ttl is not None:  # a per-stream-kind TTL setting (promptCacheTtl, subagentPromptCacheTtl)
+            ttls = [clock(TTL_MS[kind_ttl])] * st.n_requests
         if client.ttl_rule == "first_idle":
             ttls = list(map(clock, first_idle_ttls(send_times(st, cfg))))
         elif client.ttl_rule == "plan":

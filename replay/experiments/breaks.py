@@ -336,7 +336,8 @@ def provider_agreement(rows: list[dict[str, Any]], counts: dict[str, Any] | None
             causes[r["cause"]] = causes.get(r["cause"], 0) + 1
         by_reason.append({"reason": reason, "family": REASON_FAMILY.get(reason), "breaks": len(mine),
                           "agree": sum(1 for r in mine if r["agrees"]),
-                          "tokens": sum(r["tokens"] for r in mine), "causes": dict(sorted(causes.items()))})
+                          "tokens": sum(r["tokens"] for r in mine), "cost": round(sum(r["cost"] for r in mine), 6),
+                          "causes": dict(sorted(causes.items()))})
     silent = [r for r in rows if not r.get("provider_reason") and r.get("client_version") in reporting]
     silent_causes: dict[str, int] = {}
     for r in silent:

@@ -305,8 +305,34 @@ def compute_claims(con, ds: Dataset, opts, compare: CompareRows, iv=None) -> dic
     if iv is not None:
         run_ids = {reg.run_key(*s): {"run_id": r["run_id"], "baseline_run": r.get("baseline_run")}
                    for s, r in zip([*own_specs, *reg_specs], all_rows) if r}
-        got["claims"] = reg.evaluate(con, ds, iv, run_ids)
+        got["claims"] = reg.evaluate(con, ds, iv, run_ids, prices=opts.prices, paper=paper_priced(ds, opts, iv))
     return got
+
+
+def paper_priced(ds: Dataset, opts, iv, register=None) -> dict[str, dict]:
+    """Per claim priced as its source priced it (``Claim.paper_prices``): under each of
+    `claims_cache.PAPER_PRICINGS` the claim's policy against the no-op, replayed in memory (these
+    runs are not stored: the report and `compare` see only runs at the user's prices). Claim id ->
+    pricing label -> dollars and percent saved with the 95% interval."""
+    from dataclasses import replace
+
+    from replay.engine import replay_dataset
+    from replay.experiments import claims_cache as cc
+    from replay.experiments import claims_register as reg
+    from replay.policies import REGISTRY, build
+
+    out: dict[str, dict] = {}
+    keys = [s.session_key for s in ds.sessions]
+    for c in register or reg.REGISTER:
+        if not c.paper_prices or c.policy not in REGISTRY:
+            continue
+        got = out.setdefault(c.id, {})
+        for label, read_x, write_x in cc.PAPER_PRICINGS:
+            o = replace(opts, prices=cc.paper_prices(opts.prices, ds.vocab.models, read_x, write_x, label), detail=False)
+            base = [r.figures["cost"] for r in replay_dataset(ds, build(*c.baseline), o)]
+            run = [r.figures["cost"] for r in replay_dataset(ds, build(c.policy, c.params), o)]
+            got[label] = cc.saving(iv, base, run, keys)
+    return out
 
 
 def _pt(x: dict | None, f: str) -> float | None:

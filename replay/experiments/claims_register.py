@@ -35,12 +35,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from replay.experiments import claims_cache as cc
 from replay.experiments import claims_metrics as cm
 
 NOOP = ("noop", {})
 CT = "arXiv 2508.21433 (Lindenbauer et al., \"The Complexity Trap\", JetBrains Research, NeurIPS 2025 DL4C)"
 CT_CONDITIONS = ("SWE-agent on SWE-bench Verified (500 instances), cost per instance in dollars at the models' "
-                 "API prices, non-thinking models Qwen3-32B, Qwen3-Coder-480B, Gemini 2.5 Flash")
+                 "API prices with no cache-write premium (Qwen3-32B: no discount on cached input; Qwen3-Coder-480B: "
+                 "cached input at 0.4x), non-thinking models Qwen3-32B, Qwen3-Coder-480B, Gemini 2.5 Flash")
 NOT_OFFLINE = ("a replay keeps the agent's actions fixed: it cannot see whether the agent would solve the task, "
                "or take other steps, with a different context")
 
@@ -60,6 +62,8 @@ class Claim:
     baseline: tuple[str, dict] = NOOP  # what the run is compared with
     note: str = ""                    # the metric's relation to the claim, caveats
     cost_claim: bool = False          # the published figure is a cost saving: judged in dollars too
+    paper_prices: bool = False        # also priced as the source priced it (claims_cache.PAPER_PRICINGS)
+    lever: str | None = None          # a cache-advice claim: the re-priced setting (metric in CACHE_METRICS)
 
 
 REGISTER: tuple[Claim, ...] = (
@@ -124,24 +128,56 @@ REGISTER: tuple[Claim, ...] = (
           "Claude Code with 5-minute or 1-hour cache entries", "not_positive", "cache_writes_added", None,
           "claude_code_microcompact", {}),
     Claim("complexity_trap_cost", "complexity_trap",
-          "Observation masking with the last M = 10 observations cuts cost per instance by 50-57% for "
-          "non-thinking models (e.g. Qwen3-Coder-480B $1.29 -> $0.61, Gemini 2.5 Flash $0.41 -> $0.18)",
+          "Observation masking with the last M = 10 observations cuts cost per instance by 50.9-56.1% for "
+          "non-thinking models (Qwen3-32B $1.12 -> $0.55, 50.9%; Qwen3-Coder-480B $1.29 -> $0.61, 52.7%; Gemini "
+          "2.5 Flash $0.41 -> $0.18, 56.1%; the 57.1% sometimes quoted is Gemini 2.5 Flash with thinking)",
           CT + "; Table 1, reference/paper_results.py", CT_CONDITIONS, "at_least", "context_tokens_saved",
-          (50.0, 57.0), "observation_masking", {"window": 10, "polling": 0}, cost_claim=True,
+          (50.9, 56.1), "observation_masking", {"window": 10, "polling": 1}, cost_claim=True, paper_prices=True,
           note="own metric: context tokens sent with no cache (what masking shrinks); the published figure is "
-               "dollars per instance, so cost_verdict judges the same rule on the dollars saved with prompt "
-               "caching priced"),
+               "dollars per instance priced with no cache-write premium, so cost_verdict judges the same rule on "
+               "the dollars saved with prompt caching priced, and cost_paper_prices under the paper's own pricing "
+               "(cache writes at 1.0x input, cached input at 0.4x or at 1.0x)"),
     Claim("swe_agent_masking_breaks_cache", "swe_agent",
           "LastNObservations will break prompt caching: every time the history changes, everything after it "
           "must be cached again", "SWE-agent sweagent/agent/history_processors.py, LastNObservations docstring",
           "Anthropic prompt caching with cache_control on the last messages", "positive", "cache_writes_added",
-          None, "observation_masking", {"window": 10, "polling": 0}),
+          None, "observation_masking", {"window": 10, "polling": 1}),
     Claim("swe_agent_polling", "swe_agent",
           "polling keeps between n and n + polling observations so the history changes less often: fewer "
           "cache re-writes", "SWE-agent sweagent/agent/history_processors.py, LastNObservations.polling",
           "Anthropic prompt caching", "positive", "cache_writes_saved", None, "observation_masking",
-          {"window": 10, "polling": 5}, baseline=("observation_masking", {"window": 10, "polling": 0}),
+          {"window": 10, "polling": 5}, baseline=("observation_masking", {"window": 10, "polling": 1}),
           note="masking every 5 steps against masking every step (both M = 10)"),
+    Claim("ttl_main_1h_sub_5m", "ttl_blog",
+          "Set promptCacheTtl to 1h and leave subagents on 5m: the main conversation is resumed after long "
+          "pauses, subagents finish within minutes", "a blog post on Claude Code's cache TTL setting "
+          "(October 2026)", "Claude Code with Anthropic prompt caching (1-hour writes 2x input, 5-minute 1.25x)",
+          "cheapest", "ttl_split", lever="main_1h_sub_5m",
+          note="re-priced recorded requests (replay/experiments/whatif_recorded.py): main streams at ttl_1h, "
+               "subagent streams (kind not main) at ttl_5m, against the recorded settings, every write at 1h and "
+               "every write at 5m; holds when it is cheaper than all three (every interval above 0); cost: "
+               "against the recorded settings"),
+    Claim("subagent_writes_share", "subagent_ttl_request",
+          "Subagent cache writes are 33% of cost (a feature request for control over the subagents' cache TTL)",
+          "a Claude Code feature request for subagent TTL control", "the requester's Claude Code usage",
+          "at_least", "subagent_write_share", (33.0, 33.0), lever="sub_1h",
+          note="own metric: recorded dollars of the cache writes of streams whose kind is not main (subagent, "
+               "sidechain, progress_subagent) over the recorded cost; cost: subagents at 1h, main as recorded "
+               "(re-priced recorded requests)"),
+    Claim("subagent_recache_prefix", "subagent_ttl_request",
+          "Same-type agents launched 6-10 minutes apart re-cache identical system prompts (their 5-minute "
+          "entries have expired)", "a Claude Code feature request for subagent TTL control",
+          "the requester's Claude Code usage", "positive", "subagent_recache", lever="sub_1h",
+          note="own metric: share of subagent first requests writing a system prefix that another subagent's "
+               "first request (same model, overhead within 1%: text is not stored) wrote 5-60 minutes earlier; "
+               "cost: subagents at 1h, main as recorded"),
+    Claim("ttl_march_2026_5m", "ttl_change_2026",
+          "The March 2026 move from 1-hour to 5-minute cache TTLs raised costs by 20-32%",
+          "reports of Claude Code's March 2026 default TTL change", "users' Claude Code bills before and after",
+          "range", "ttl_1h_to_5m", (20.0, 32.0), lever="ttl_5m",
+          note="the sessions recorded with 1-hour writes (more than half their written tokens) re-priced with "
+               "every write at 5 minutes (ttl_5m); own metric: percent more cost; cost: dollars saved (negative = "
+               "costs more)"),
     Claim("complexity_trap_solve_rate", "complexity_trap",
           "Observation masking matches, and sometimes slightly exceeds, the solve rate of LLM summarization "
           "(Qwen3-Coder-480B: 53.4% raw -> 54.8% masked)", CT, CT_CONDITIONS, "not_testable"),
@@ -168,6 +204,9 @@ def specs(register=REGISTER) -> list[tuple[str, dict]]:
     return out
 
 
+NOT_EXERCISED = "not exercised"
+
+
 def judge(rule: str, figure: tuple[float, float] | None, ivl: dict | None) -> tuple[str | None, str]:
     """(verdict, reason) from the own metric's 95% interval."""
     if rule == "not_testable":
@@ -185,6 +224,10 @@ def judge(rule: str, figure: tuple[float, float] | None, ivl: dict | None) -> tu
         return _v(ok), f"{span} {side} the published {_fig(figure)}"
     if rule == "positive":
         return _v(lo > 0), f"{span} " + ("is above 0" if lo > 0 else "includes 0" if hi >= 0 else "is below 0")
+    if rule == "cheapest":
+        return _v(lo > 0), f"{span} " + ("is above 0: cheaper than every alternative" if lo > 0 else
+                                        "includes 0: not distinguishably cheaper" if hi >= 0 else
+                                        "is below 0: the alternative is cheaper")
     if rule == "negative":
         return _v(hi < 0), f"{span} " + ("is below 0" if hi < 0 else "includes 0" if lo <= 0 else "is above 0")
     if rule == "not_positive":
@@ -206,25 +249,95 @@ def with_caching(ivl: dict | None) -> str | None:
     return "saves" if ivl["low"] > 0 else "costs more" if ivl["high"] < 0 else "no distinguishable change"
 
 
-def evaluate(con, ds, iv, run_ids: dict[tuple, dict], register=REGISTER) -> list[dict[str, Any]]:
+def _entry(c: Claim) -> dict[str, Any]:
+    return {
+        "id": c.id, "source": c.source, "claim": c.claim, "published": c.published, "conditions": c.conditions,
+        "figure": None if c.figure is None else {"low": c.figure[0], "high": c.figure[1]}, "rule": c.rule,
+        "metric": c.metric, "note": c.note or None,
+        "policy": None if c.policy is None else {"name": c.policy, "params": c.params},
+        "lever": c.lever,
+        "baseline": {"name": c.baseline[0], "params": c.baseline[1]} if c.lever is None else
+        {"name": "recorded settings (re-priced recorded requests)", "params": {}},
+        "own_metric": None, "cost": None, "verdict": None, "reason": None, "with_caching": None,
+        "cost_verdict": None, "cost_vs_noop": None, "cost_paper_prices": None}
+
+
+def _cache_claim(x: dict, c: Claim, got: dict) -> None:
+    """Fill a cache-advice claim's entry from its `claims_cache` metric (``got``)."""
+    x["cost"] = got.get("cost")
+    x["with_caching"] = with_caching((got.get("cost") or {}).get("interval_pct"))
+    if not got.get("exercised"):
+        x["own_metric"] = {k: got[k] for k in ("value", "interval", "unit", "sessions", "detail")}
+        x["verdict"], x["reason"] = NOT_EXERCISED, got.get("why_not") or "the setting changes nothing on these logs"
+        return
+    x["own_metric"] = {k: got[k] for k in ("value", "interval", "unit", "sessions", "detail")}
+    if x["own_metric"]["interval"] is None:
+        x["verdict"], x["reason"] = NOT_EXERCISED, "no figure: nothing to measure on these logs"
+        return
+    x["verdict"], x["reason"] = judge(c.rule, c.figure, x["own_metric"]["interval"])
+    comps = (got.get("detail") or {}).get("comparisons")
+    if comps:
+        x["reason"] += "; " + "; ".join(
+            f"vs {v['against']}: {v['saved_pct']:+.2f}% [{v['interval_pct']['low']:+.2f}, "
+            f"{v['interval_pct']['high']:+.2f}]" for v in comps.values() if v["saved_pct"] is not None)
+    same = (got.get("detail") or {}).get("same_as_split")
+    if same:
+        x["reason"] += "; priced as the split (not compared): " + ", ".join(same)
+
+
+def _paper_priced(c: Claim, paper: dict | None, x: dict) -> None:
+    """The cost figure under the source's own pricing (``paper``: label -> saving), judged by the claim's rule."""
+    if not c.paper_prices or not paper:
+        return
+    x["cost_paper_prices"] = []
+    for label, p in paper.items():
+        v, why = judge(c.rule, c.figure, p.get("interval_pct"))
+        if x["verdict"] == NOT_EXERCISED:
+            v, why = NOT_EXERCISED, x["reason"]
+        x["cost_paper_prices"].append({"pricing": label, **p, "verdict": v, "reason": why})
+
+
+def unchanged(con, base_run: str, run: str) -> bool:
+    """True when ``run`` equals ``base_run`` in every session's cost, tokens and cache figures: the
+    policy changed nothing on these logs."""
+    cols = ("cost", "context_tokens", "tokens_delivered", "uncached", "cache_read", "cache_write_5m",
+            "cache_write_1h")
+    have = {r[0] for r in con.execute("DESCRIBE run_sessions").fetchall()}
+    cols = [c for c in cols if c in have]
+    diff = " OR ".join(f"abs(coalesce(b.{c}, 0) - coalesce(r.{c}, 0)) > 1e-9 * greatest(1, abs(coalesce(b.{c}, 0)))"
+                       for c in cols)
+    n, changed = con.execute(
+        f"SELECT count(*), count(*) FILTER (WHERE {diff}) FROM run_sessions b JOIN run_sessions r USING "
+        "(session_key) WHERE b.run_id = ? AND r.run_id = ?", [base_run, run]).fetchone()
+    return bool(n) and not changed
+
+
+def evaluate(con, ds, iv, run_ids: dict[tuple, dict], register=REGISTER, *, prices=None,
+             paper: dict[str, dict] | None = None) -> list[dict[str, Any]]:
     """Every claim of ``register`` measured on ``ds``. ``run_ids``: (policy, params as JSON) ->
-    {"run_id", "baseline_run"} of the stored runs (`run_key`); ``iv``: `analysis.intervals`."""
+    {"run_id", "baseline_run"} of the stored runs (`run_key`); ``iv``: `analysis.intervals`;
+    ``prices``: the PriceTable the cache-advice claims re-price the recorded requests with (None:
+    the library's); ``paper``: claim id -> {pricing label: saving} under the source's own pricing.
+
+    A claim whose policy run equals its baseline in every session, or whose cache setting changes
+    nothing, reads "not exercised" (never "holds"), in dollars as well."""
     from replay.policies import REGISTRY
 
     out = []
+    measured = None
     for c in register:
-        x: dict[str, Any] = {
-            "id": c.id, "source": c.source, "claim": c.claim, "published": c.published, "conditions": c.conditions,
-            "figure": None if c.figure is None else {"low": c.figure[0], "high": c.figure[1]}, "rule": c.rule,
-            "metric": c.metric, "note": c.note or None,
-            "policy": None if c.policy is None else {"name": c.policy, "params": c.params},
-            "baseline": {"name": c.baseline[0], "params": c.baseline[1]},
-            "own_metric": None, "cost": None, "verdict": None, "reason": None, "with_caching": None,
-            "cost_verdict": None, "cost_vs_noop": None}
+        x = _entry(c)
         out.append(x)
         if c.rule == "not_testable":
             x["verdict"], x["reason"] = judge(c.rule, None, None)
             x["reason"] = "; ".join(filter(None, [x["reason"], c.note]))
+            continue
+        if c.lever is not None:
+            if measured is None:
+                from replay.model.costs import PriceTable
+
+                measured = cc.measure(ds, prices or PriceTable())
+            _cache_claim(x, c, cc.CACHE_METRICS[c.metric](iv, measured))
             continue
         missing = [p for p in (c.policy, c.baseline[0]) if p not in REGISTRY]
         if missing:
@@ -237,6 +350,7 @@ def evaluate(con, ds, iv, run_ids: dict[tuple, dict], register=REGISTER) -> list
             x["own_metric"] = cm.TRACE_METRICS[c.metric](iv, ds)
         elif run and base_run:
             x["own_metric"] = cm.run_metric(con, iv, c.metric, base_run, run["run_id"])
+        idle = bool(run and base_run and unchanged(con, base_run, run["run_id"]))
         if run and base_run:
             p = cm.paired(con, iv, base_run, run["run_id"], ("cost",))
             x["cost"] = {"saved_usd": p["baseline_total"] - p["run_total"], "baseline_usd": p["baseline_total"],
@@ -245,6 +359,8 @@ def evaluate(con, ds, iv, run_ids: dict[tuple, dict], register=REGISTER) -> list
             x["with_caching"] = with_caching(p["interval_pct"])
             if c.cost_claim:
                 v, why = judge(c.rule, c.figure, p["interval_pct"])
+                if idle:
+                    v, why = NOT_EXERCISED, "the policy changed nothing on these logs"
                 x["cost_verdict"] = {"verdict": v, "reason": "in dollars with caching: " + why}
             if c.baseline != NOOP and run.get("baseline_run"):
                 # a comparison of two settings: where the better one stands against doing nothing
@@ -254,7 +370,15 @@ def evaluate(con, ds, iv, run_ids: dict[tuple, dict], register=REGISTER) -> list
         if x["own_metric"] is None:
             x["reason"] = "not run yet: `ctxreplay claims` replays it"
             continue
-        x["verdict"], x["reason"] = judge(c.rule, c.figure, x["own_metric"]["interval"])
+        if idle:
+            x["verdict"], x["reason"] = NOT_EXERCISED, (
+                f"{c.policy} changed nothing on these logs: every session's cost, tokens and cache figures equal "
+                f"its baseline's ({c.baseline[0]})")
+        elif x["own_metric"].get("interval") is None:
+            x["verdict"], x["reason"] = NOT_EXERCISED, "no figure: the metric has nothing to measure on these logs"
+        else:
+            x["verdict"], x["reason"] = judge(c.rule, c.figure, x["own_metric"]["interval"])
+        _paper_priced(c, (paper or {}).get(c.id), x)
     return out
 
 

@@ -112,6 +112,12 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              {"ttl": "5m"}),
     Scenario("ttl_1h", "cache", "every write with a 1-hour TTL", _TTL_RULE, ANTHROPIC_CACHING, TTL_CARRIES,
              {"ttl": "1h"}),
+    Scenario("main_1h_sub_5m", "cache", "the main conversation's writes with a 1-hour TTL, subagents' with 5 minutes",
+             _TTL_RULE + "; Claude Code: promptCacheTtl and subagentPromptCacheTtl (reported for 2.1.243)",
+             ANTHROPIC_CACHING, TTL_CARRIES, {"ttl": "5m"}, ClientCache(main_ttl="1h", subagent_ttl="5m")),
+    Scenario("main_5m_sub_1h", "cache", "the main conversation's writes with a 5-minute TTL, subagents' with 1 hour",
+             _TTL_RULE + "; Claude Code: promptCacheTtl and subagentPromptCacheTtl (reported for 2.1.243)",
+             ANTHROPIC_CACHING, TTL_CARRIES, {"ttl": "5m"}, ClientCache(main_ttl="5m", subagent_ttl="1h")),
     Scenario("ttl_mixed", "cache", "1-hour TTL on the system/tools breakpoint, 5 minutes on the conversation",
              "Anthropic: up to 4 breakpoints per request; TTLs may be mixed when 1-hour entries come before "
              "5-minute ones (the system prefix is first)", ANTHROPIC_CACHING, TTL_CARRIES,

@@ -6,7 +6,8 @@ model; on client versions the model was not built on it carries the model's erro
 saving. This estimator takes the log's own usage per request (uncached, 5m and 1h writes,
 reads, output) and changes only what the lever changes, by each request's cause:
 
-* a **TTL lever** (``ttl_5m``, ``ttl_1h``, ``online_1h_after_idle``): every write is priced at
+* a **TTL lever** (``ttl_5m``, ``ttl_1h``, ``online_1h_after_idle``; ``main_1h_sub_5m`` and
+  ``main_5m_sub_1h`` per stream kind: the main conversation, every other stream): every write is priced at
   the lever's TTL; an *expiry* miss (the provider's ``previous_message_not_found``, else the
   inferred ``ttl_5m``/``ttl_1h`` cause of `breaks`) whose idle gap the new TTL covers is
   bridged (the tokens it wrote again are read instead); a request whose idle gap the new TTL
@@ -46,6 +47,8 @@ PING_INPUT, PING_OUTPUT = 8.0, 1.0
 LEVERS: dict[str, tuple[str, Any]] = {
     "ttl_5m": ("ttl", TTL_MS["5m"]),
     "ttl_1h": ("ttl", TTL_MS["1h"]),
+    "main_1h_sub_5m": ("split", (TTL_MS["1h"], TTL_MS["5m"])),
+    "main_5m_sub_1h": ("split", (TTL_MS["5m"], TTL_MS["1h"])),
     "keepalive_15m": ("keepalive", 900_000),
     "keepalive_60m": ("keepalive", 3_600_000),
     "online_1h_after_idle": ("online", None),
@@ -120,6 +123,8 @@ def reprice_stream(st: Stream, models: list[str], prices: PriceTable, tool_names
     """A stream's cost (and pings) over its requests with usage: as recorded (``name`` None) or
     under the named lever."""
     kind, param = LEVERS[name] if name else ("recorded", None)
+    if kind == "split":  # a TTL per stream kind: the main conversation's, every other stream's
+        kind, param = "ttl", param[0] if st.kind == "main" else param[1]
     events = _events(st, models, prices, tool_names) if name else {}
     first = next((k for k in range(st.n_requests) if st.r_has_usage[k]), None)
     warm = float(st.r_read[first]) if first is not None else 0.0

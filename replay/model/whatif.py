@@ -73,16 +73,22 @@ class ClientCache:
         uses only what the client has seen); "plan": per request from ``plan``.
     keepalive: pings (``KeepAlive``) or None.
     plan: for ``ttl_rule = "plan"``, per stream the TTLs and the gaps to ping through.
+    main_ttl, subagent_ttl: "5m" / "1h": every write of the main conversation / of every other
+        stream (Task subagents, sidechains) with that TTL, over ``CacheConfig.ttl`` (Claude Code's
+        ``promptCacheTtl`` and ``subagentPromptCacheTtl`` settings); None: ``CacheConfig.ttl``.
     """
 
     system_ttl: str | None = None
     ttl_rule: str = "fixed"
     keepalive: KeepAlive | None = None
     plan: Plan | None = None
+    main_ttl: str | None = None
+    subagent_ttl: str | None = None
 
     def __post_init__(self):
-        if self.system_ttl not in (None, "5m", "1h"):
-            raise ValueError(f"client.system_ttl = {self.system_ttl!r}; allowed: 5m, 1h")
+        for name in ("system_ttl", "main_ttl", "subagent_ttl"):
+            if getattr(self, name) not in (None, "5m", "1h"):
+                raise ValueError(f"client.{name} = {getattr(self, name)!r}; allowed: 5m, 1h")
         if self.ttl_rule not in TTL_RULES:
             raise ValueError(f"client.ttl_rule = {self.ttl_rule!r}; allowed: {', '.join(TTL_RULES)}")
         if (self.ttl_rule == "plan") != (self.plan is not None):

@@ -1,0 +1,122 @@
+"""`ctxreplay advise`: each cache lever as the client setting that applies it, in dollars per month."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from replay.cli.autoingest import auto_ingest_option
+from replay.cli.common import (
+    DB_OPTION, count_progress, dataset_option, echo_json, esc, fail_on, json_option, open_db, out, pick_dataset,
+    print_table, slice_options
+)
+from replay.cli.fmt import fit, money
+
+
+@click.command()
+@DB_OPTION
+@auto_ingest_option
+@dataset_option("Dataset [default: the only one].")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local worker processes replaying the sessions (no short form: -j is --json).")
+@click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/cache_write_1h/cache_read/output "
+                   "in $/Mtok).")
+@click.option("--price-date", default=None, help="Date the library prices are resolved at [default: 2026-11-01].")
+@slice_options
+@json_option("Print JSON: per setting its line to paste, the client versions that have it, whether the logs show it "
+             "in effect, dollars per month with the interval, both estimators and how sure; then habits, model "
+             "choice and provider apart.")
+def advise(db, dataset, jobs, prices_file, price_date, since, until, projects, models, agents, tz_name, key_file,
+           as_json):
+    """What to change in your client to cut the bill: each cache lever as the setting that applies it.
+
+    For every Claude Code cache setting a lever stands for (ENABLE_PROMPT_CACHING_1H,
+    FORCE_PROMPT_CACHING_5M, promptCacheTtl with subagentPromptCacheTtl): the line to paste, the
+    client versions that have it and how sure we are of that, whether your logs already show it
+    in effect (the share of cache writes at 1 hour, main conversation and subagents apart), and
+    what it would have saved on your logs in dollars per month at their pace, with its 95%
+    interval, from the recorded requests re-priced (the headline) beside the predictive replay,
+    and how sure that is in words. Habits (a keep-alive tool, mid-session model or tool changes),
+    model choice and provider are listed apart and never ranked with the settings. Client
+    behaviours of some versions explain past breaks (`ctxreplay breaks`); they are not levers.
+    Rules: docs/replay-model.md, "Cache what-ifs"; the settings' sources: analysis/advice.py."""
+    from analysis.advice import HABITS, MODEL_CHOICE, PROVIDER, SETTINGS, advise as build
+    from analysis.whatif import whatif as run_whatif
+    from replay import store
+    from replay.cli.usage import make_slice, price_table
+    from replay.engine import ReplayOptions
+    from replay.experiments import runs
+    from replay.experiments.breaks import find_breaks, summarize
+    from replay.model.cache import CacheConfig
+    from replay.model.costs import PriceError
+
+    prices = price_table(prices_file, price_date)
+    con = open_db(db)
+    dataset = pick_dataset(con, dataset, db)
+    slc = make_slice(con, dataset, since, until, projects, models, agents, tz_name, key_file)
+    with fail_on(store.StoreError):
+        ds = runs.load(con, dataset, slc)
+    names = [s.scenario for s in SETTINGS] + list(HABITS) + list(MODEL_CHOICE) + list(PROVIDER)
+    progress = count_progress("advise", "{task.completed}/{task.total}", disable=as_json)
+    with fail_on(PriceError, ValueError), progress:
+        task = progress.add_task("", total=len(ds.sessions))
+        wi = run_whatif(ds, ReplayOptions(CacheConfig(), prices), names, on_step=lambda s: progress.advance(task),
+                        jobs=jobs)
+        rows, counts = find_breaks(ds, prices)
+        got = build(con, dataset, ds, wi, summarize(rows, counts),
+                    keys=[s.session_key for s in ds.sessions] if slc else None)
+    if as_json:
+        echo_json({"slice": slc, **got}, default=None)
+        return
+    _print(got)
+
+
+def _per_month(x: float | None) -> str:
+    return "-" if x is None else money(x, sign=True)
+
+
+def _iv(v) -> str:
+    return "-" if not v else f"[{money(v[0], sign=True)}, {money(v[1], sign=True)}]"
+
+
+def _print(got: dict) -> None:
+    out.print(f"[bold]What to change[/], per month at the pace of these logs ({got['sessions']:,} sessions over "
+              f"{got['days']:.1f} days; client {esc(got['client_versions'][0] or '?')} to "
+              f"{esc(got['client_versions'][1] or '?')})")
+    t = Table("setting", "saves per month [95%]", "predictive", "in effect now?", "how sure", title="Settings")
+    t.columns[1].justify = t.columns[2].justify = "right"
+    for c in (t.columns[0], t.columns[3], t.columns[4]):
+        c.no_wrap, c.overflow = False, "fold"
+    for s in got["settings"]:
+        has = "" if s["your_client_has_it"] in (None, True) else f" (needs {s['since']}+)"
+        t.add_row(esc(s["setting"]) + has, f"{_per_month(s['per_month'])} {_iv(s['per_month_interval'])}",
+                  _per_month(s.get("predictive_per_month")),
+                  ("yes: " if s["in_effect"] else "no: " if s["in_effect"] is False else "") + esc(s["in_effect_evidence"]),
+                  esc(s["how_sure"]))
+    print_table(fit(t))
+    best = next((s for s in got["settings"] if not s["in_effect"] and (s["per_month"] or 0) > 0
+                 and s["interval_pct"] and s["interval_pct"]["low"] > 0), None)
+    if best:
+        out.print(f"to try: {esc(best['line'])}  ({esc(best['client_versions'])}; {best['confidence']}: "
+                  f"{esc(best['source'])})")
+    else:
+        out.print("no setting would have saved money distinguishably on these logs")
+    if got["habits"]:
+        h = Table("habit", "saves per month [95%]", "how sure / caveat", title="Habits (what you do, not a setting)")
+        for c in (h.columns[0], h.columns[2]):
+            c.no_wrap, c.overflow = False, "fold"
+        for x in got["habits"]:
+            h.add_row(esc(x["what"]), f"{_per_month(x['per_month'])} {_iv(x.get('per_month_interval'))}",
+                      esc(x["how_sure"] + ("; " + x["caveat"] if x.get("caveat") else "")))
+        print_table(fit(h))
+    for fam, label in (("model_choice", "another model"), ("provider", "another provider")):
+        for x in got.get(fam, []):
+            out.print(f"not a cache setting, not ranked — {label}: {esc(x['summary'])}: "
+                      f"{_per_month(x['per_month'])} per month ({x['saved_pct']:+.1f}%)")
+    out.print(esc(got["note"]))
+
+
+COMMANDS = [advise]
