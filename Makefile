@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install install-dev bench clean
+.PHONY: demo test install install-dev notebooks bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ install-dev: $(BIN)/python
 
 demo: install
 	$(BIN)/ctxreplay demo
+
+# JupyterLab and a kernel for notebooks/ (after `make demo`: they read its out/demo.duckdb)
+notebooks: install
+	$(BIN)/pip install -q -e ".[notebooks]"
+	@echo "run: $(BIN)/jupyter lab notebooks/"
 
 test: install-dev
 	$(BIN)/python -m pytest -q -n auto --dist loadfile  # a test file stays on one worker (its fixtures are built once)
