@@ -61,16 +61,22 @@ def name(row: dict) -> str:
     return f"{row['policy']}{f' ({inner})' if inner else ''}, {ttl_text(row['cache_config'])}"
 
 
+# One sign convention in the report, its charts and the notebooks: the ASCII hyphen-minus
+# (`-$1.20`, `-0.64%`), never the Unicode minus beside it; a value that rounds to zero carries
+# no minus (`$0.00`, `+0.00%`: the `z` of Python's format spec), so `-0.00` never shows.
+
+
 def money(v: float | None, fig: str) -> str:
     if v is None:
         return "-"
     if fig == "cost":
-        return f"-${-v:,.2f}" if v < 0 else f"${v:,.2f}"
-    return f"{v:,.0f} tokens"
+        text = f"{abs(v):,.2f}"
+        return f"-${text}" if v < 0 and float(text.replace(",", "")) != 0 else f"${text}"
+    return f"{v:z,.0f} tokens"
 
 
 def pct(v: float | None, nd: int = 2) -> str:
-    return "-" if v is None else f"{100 * v:+.{nd}f}%"
+    return "-" if v is None else f"{100 * v:+z.{nd}f}%"
 
 
 def _iv(pair: list | None) -> dict | None:
@@ -183,10 +189,10 @@ def per_session_text(v: float | None, fig: str) -> str:
     if v is None:
         return "-"
     if fig != "cost":
-        return f"{v:,.0f} tokens"
+        return f"{v:z,.0f} tokens"
     text = f"{abs(v):,.4f}".rstrip("0")  # a cent shows as $0.01, a fraction of one keeps its digits
     text += "0" * max(0, 2 - len(text.split(".")[1]))
-    return ("-$" if v < 0 else "$") + text
+    return ("-$" if v < 0 and float(text.replace(",", "")) != 0 else "$") + text
 
 
 def session_set(row: dict) -> tuple[str, str]:
@@ -362,7 +368,7 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
                 f"95% interval {interval_text(s['interval'])} ({variant.replace('_', '-')} cache model{mo_text})")
     bs = s["bound"]
     if bs and bs["share"] is not None:
-        evidence += (f"; that is {bs['share']:.0%} of the offline-optimal {bs['kind']} bound's saving "
+        evidence += (f"; that is {bs['share']:z.0%} of the offline-optimal {bs['kind']} bound's saving "
                      f"({pct(bs['saved_pct'])}, {money(bs['saved'], fig)})")
     floor_text = per_session_text(floor, fig)
     ahead = ""
@@ -381,7 +387,7 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
                      f"{pct(o['saved_pct'])} {unit_pct} ({money(o['saved'], fig)}), 95% interval "
                      f"{interval_text(_iv(o['interval_pct']))}, against {pct(i['saved_pct'])} (95% interval "
                      f"{interval_text(_iv(i['interval_pct']))}) on the {i['sessions']:,} earlier one(s) it was chosen "
-                     f"on (optimism {100 * h['optimism']:+.2f} points). ") if h["optimism"] is not None else ""
+                     f"on (optimism {100 * h['optimism']:+z.2f} points). ") if h["optimism"] is not None else ""
     if act:
         out["verdict"] = "recommended"
         out["best"] = s

@@ -7,6 +7,11 @@ slice, and that baseline's fidelity only over the slice's sessions); the baselin
 (simulated vs recorded cost, on sessions whose log records usage) is reported with it,
 because every saving is measured against it.
 
+A saving (deltas, ``saved_pct``, interval) is measured on the sessions the run and its baseline
+both replayed alike (`analysis.saving.comparable`): a baseline stored before an ingest lacks the
+sessions added since and replayed the older version of those read again. ``sessions_compared``
+says on how many, ``sessions_left_out`` how many were left out and why (None: none were).
+
 Each saving carries a 95% paired bootstrap interval over sessions and a ``distinguishable``
 flag (method: ``analysis.intervals``). Runs of the same policy, parameters and cache
 settings under both cache-model variants -- ``calibrated`` (``observed_evictions="log"``,
@@ -27,6 +32,7 @@ from replay.model.cache import stored_settings
 
 from . import intervals as iv
 from . import rules
+from .saving import comparable
 
 SUM_FIGURES = ("requests", "input_total", "uncached", "cache_read", "cache_write_5m", "cache_write_1h", "output",
                "cost", "busts", "bust_tokens", "tokens_delivered", "context_tokens", "hints", "dangling_refs",
@@ -69,6 +75,16 @@ def recorded_cost(con, dataset: str, prices, run_id: str | None = None) -> dict[
     keys = {k for (k,) in con.execute("SELECT session_key FROM run_sessions WHERE run_id = ?", [run_id]).fetchall()}
     per = [v for k, v in rec["per_session"].items() if k in keys and v["requests_with_usage"]]
     return {f: float(sum(v[f] for v in per)) for f in fields}
+
+
+def _sums(con, run_id: str, keys: set) -> dict[str, float]:
+    """A run's figures summed over the sessions ``keys`` (with ``cache_write``)."""
+    cols = ", ".join(f"coalesce(sum({f}), 0)" for f in SUM_FIGURES)
+    got = con.execute(f"SELECT {cols} FROM run_sessions WHERE run_id = ? AND session_key IN (SELECT unnest(?))",
+                      [run_id, sorted(keys)]).fetchone()
+    out = {f: float(v) for f, v in zip(SUM_FIGURES, got)}
+    out["cache_write"] = out["cache_write_5m"] + out["cache_write_1h"]
+    return out
 
 
 def agent_totals(con, dataset: str | None = None) -> dict[str, dict[str, dict[str, float]]]:
@@ -122,10 +138,14 @@ def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
     # re-read sessions change what a baseline stored since covers (and, with system_prefix =
     # "dataset", the system prefix of cold streams of every session)
     latest = dict(con.execute("SELECT dataset, max(ingested_at) FROM source_files GROUP BY dataset").fetchall())
+    comp = comparable(con, {r.run_id: baselines[(r.dataset, r.cache_config, r.prices)]["run_id"]
+                            for r in df.itertuples(index=False) if (r.dataset, r.cache_config, r.prices) in baselines})
+    restrict: dict[str, set] = {}  # run -> the sessions its saving is measured on, where not all are
     for r in df.itertuples(index=False):
         d = r._asdict()
         key = (r.dataset, r.cache_config, r.prices)
         base = baselines.get(key)
+        c = comp.get(r.run_id)
         cache_config = json.loads(r.cache_config)
         row = {
             "run_id": r.run_id, "sweep_id": r.sweep_id if isinstance(r.sweep_id, str) else None, "policy": r.policy,
@@ -137,10 +157,15 @@ def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
             "baseline_run": base["run_id"] if base else None,
             "before_latest_ingest": bool(latest.get(r.dataset) is not None and r.started_at < latest[r.dataset]),
             "baseline_fidelity": fidelity.get(key),
+            "sessions_compared": c["sessions"] if c else None,
+            "sessions_left_out": c["left_out"] if c else None,
             "by_agent": per_agent.get(r.run_id, {}),
         }
         # every risk counter, the policy's own (stored beside the fixed columns) included
         row["risk"] = {**{k: _num(d[k]) or 0.0 for k in rules.BASE_RISK_COUNTERS}, **extras.get(r.run_id, {})}
+        if base and c and c["left_out"]:  # the saving on the shared sessions only
+            restrict[r.run_id] = c["keys"]
+            d, base = {**d, **_sums(con, r.run_id, c["keys"])}, {**base, **_sums(con, base["run_id"], c["keys"])}
         if base:
             for agent, fa in row["by_agent"].items():
                 ba = per_agent.get(base["run_id"], {}).get(agent)
@@ -157,7 +182,7 @@ def compare(con, dataset: str | None = None) -> list[dict[str, Any]]:
                 "cost": iv.share(base["cost"] - d["cost"], base["cost"]),
             }
         rows.append(row)
-    add_intervals(con, rows)
+    add_intervals(con, rows, sessions=restrict)
     add_variants(rows)
     return [strict(r) for r in rows]
 

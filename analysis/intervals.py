@@ -122,12 +122,13 @@ def session_matrix(con, run_ids: Iterable[str], figures: Sequence[str] = FIGURES
 
 def saving_intervals(con, pairs: dict[str, str], *, figures: Sequence[str] = FIGURES,
                      n_resamples: int = N_RESAMPLES, seed: int = SEED, level: float = LEVEL,
-                     ) -> dict[str, dict[str, dict | None]]:
+                     sessions: dict[str, set] | None = None) -> dict[str, dict[str, dict | None]]:
     """run_id -> figure -> {"low", "high"} for each (run -> its baseline run) in ``pairs``.
 
     Runs are grouped by (baseline, shared sessions); each group is resampled with one count
     matrix (the same seed for every group, so a run's interval does not depend on which other
-    runs are in the database).
+    runs are in the database). ``sessions`` (run_id -> session keys) keeps a run's pair to those
+    of its shared sessions (`analysis.saving.comparable`: the ones both runs replayed alike).
     """
     per = session_matrix(con, [*pairs, *pairs.values()], figures)
     groups: dict[tuple, list[tuple[str, np.ndarray, np.ndarray]]] = {}
@@ -137,7 +138,10 @@ def saving_intervals(con, pairs: dict[str, str], *, figures: Sequence[str] = FIG
         rpos = {k: i for i, k in enumerate(per[run_id]["session_key"])}
         bpos = {k: i for i, k in enumerate(per[base_id]["session_key"])}
         base = per[base_id]
-        keys = tuple(sorted(rpos.keys() & bpos.keys(), key=lambda k: (*(base[f][bpos[k]] for f in figures), k)))
+        shared = rpos.keys() & bpos.keys()
+        if sessions is not None and run_id in sessions:
+            shared &= sessions[run_id]
+        keys = tuple(sorted(shared, key=lambda k: (*(base[f][bpos[k]] for f in figures), k)))
         if not keys:
             continue
         ri = np.fromiter((rpos[k] for k in keys), dtype=np.int64, count=len(keys))

@@ -12,6 +12,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+# one minus on a chart: the labels written here use the ASCII hyphen-minus (analysis.answer's
+# convention), so the ticks do too (matplotlib's default is the Unicode minus); values that
+# round to zero are written without one (the `z` format option)
+matplotlib.rcParams["axes.unicode_minus"] = False
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -70,7 +75,7 @@ def _bars(ax, d: pd.DataFrame, intervals: dict | None) -> None:
                                                                                else ""),
             xerr=err, error_kw={"elinewidth": 0.9, "capsize": 2, "ecolor": "#333333"})
     ax.barh(y + 0.2, ctx, height=0.4, color=PALETTE[1], label="context tokens saved")
-    ax.set_yticks(y, [f"{p}{' (rewrites history)' if p in RETRO else ''}\ncost {c:+.2f}%, context {x:+.2f}%, "
+    ax.set_yticks(y, [f"{p}{' (rewrites history)' if p in RETRO else ''}\ncost {c:+z.2f}%, context {x:+z.2f}%, "
                       f"{int(b)} busts" for p, c, x, b in zip(d["policy"], cost, ctx, d["busts"])], fontsize=8)
     ax.axvline(0, color="black", lw=0.8)
 
@@ -115,7 +120,7 @@ def answer(ranked: list[dict], band: float | None = None, band_model_only: float
     lo_lim, hi_lim = lo - pad, hi + 2.5 * pad  # room on the right for the printed values
     if band:
         ax.axvspan(-100 * band, 100 * band, color="#999999", alpha=0.25, lw=0,
-                   label=f"baseline fidelity error, calibrated (±{100 * band:.2f}%)")
+                   label=f"baseline fidelity error, calibrated (±{100 * band:z.2f}%)")
     if band_model_only:
         edges = [x for x in (-100 * band_model_only, 100 * band_model_only) if lo_lim < x < hi_lim]
         for k, x in enumerate(edges):
@@ -137,7 +142,7 @@ def answer(ranked: list[dict], band: float | None = None, band_model_only: float
             ax.plot([min(max(a, lo_lim), hi_lim), max(min(b, hi_lim), lo_lim)], [i + off] * 2, color=colour, lw=1.6)
             ax.plot([min(max(x, lo_lim), hi_lim)], [i + off], ls="", ms=6, color=colour, marker=marker, mfc=face,
                     label=key)
-            text = f"{x:+.2f}%" + ("" if v.get("distinguishable") else " n.d.")
+            text = f"{x:+z.2f}%" + ("" if v.get("distinguishable") else " n.d.")
             if x < lo_lim or x > hi_lim:
                 text += " (off scale)"
             ax.annotate(text, (min(max(b, lo_lim), hi_lim), i + off), fontsize=7, xytext=(4, 0),
@@ -222,7 +227,7 @@ def sweep_heatmap(t: pd.DataFrame, x: str, y: str, value: str = "cost_saved_pct"
     ax.set_yticks(range(len(piv.index)), list(piv.index))
     for (i, j), v in np.ndenumerate(data):
         if np.isfinite(v):
-            ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=7,
+            ax.text(j, i, f"{v:z.1f}", ha="center", va="center", fontsize=7,
                     color="white" if abs(v) > 0.55 * lim else "black")
     fig.colorbar(im, ax=ax, label="cost saved vs baseline (%)")
     ax.set_title(title or f"{value} by {x} and {y}", fontsize=10)
@@ -312,7 +317,7 @@ def cache_hit_study(study: pd.DataFrame):
             # this policy's row of the band: beyond every marker, and apart from the other policies' rows
             row = edge + (1 if side is above else -1) * slot * (side.index(pol) + 1)
             for xv, v in zip(xs[sel], y[sel]):
-                ax.text(xv + dx, row, f"{v:+.0f}%", ha="center", va="center", fontsize=7, color=colour)
+                ax.text(xv + dx, row, f"{v:+z.0f}%", ha="center", va="center", fontsize=7, color=colour)
     ax.set_ylim(lo - (slot * (len(below) + 0.5) if below else 0.0), hi + (slot * (len(above) + 0.5) if above else 0.0))
     ax.set_xticks(xs, order)
     ax.axhline(0, color="black", lw=0.8)
@@ -365,7 +370,7 @@ def whatif_costs(scenarios: list[dict], baseline_cost: float | None = None):
         ax.errorbar(pct[i], y[i], xerr=err[:, i:i + 1], fmt="o" if r.get("headline") != "predictive" else "s",
                     capsize=3, elinewidth=1.1, color=PALETTE[2] if r["distinguishable"] else "#999999")
     ax.axvline(0.0, color="black", lw=0.9, ls="--", label="no change")
-    ax.set_yticks(y, [f"{r['name']}\n" + ("-" if r["saved_pct"]["cost"] is None else f"{r['saved_pct']['cost']:+.2f}%")
+    ax.set_yticks(y, [f"{r['name']}\n" + ("-" if r["saved_pct"]["cost"] is None else f"{r['saved_pct']['cost']:+z.2f}%")
                       + ("" if r["distinguishable"] else ", n.d.") for r in d], fontsize=8)
     _legend(ax, fontsize=8)
     _style(ax, "Saving under each cache scenario (circles: recorded requests re-priced; squares: predictive "

@@ -304,14 +304,16 @@ def _img_md(section: str, figures) -> str:
 
 
 IMAGE_LINE = re.compile(r"^!\[(?P<cap>[^\]]*)\]\((?P<rel>img/[^)\s]+)\)$")
-CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto 2em;padding:0 1em;color:#222}"
+CSS = ("body{font-family:system-ui,sans-serif;max-width:1140px;margin:1em auto 2em;padding:0 1em;color:#222}"
        # a compact title and banner (a synthetic dataset's notice): the answer and its chart stay on the first screen
        "h1{font-size:1.5em;margin:.2em 0}h1+p{margin:.2em 0 .5em;font-size:14px}"
-       # tables shrink to the page: small type, cells wrap; the wrapper scrolls a table that still cannot fit
-       # (many agents side by side) instead of widening the whole page
+       # tables shrink to the page: small type, text wraps between words only (never inside a word or
+       # a number: a figure column, right-aligned in the Markdown, never wraps); the wrapper scrolls a
+       # table that still cannot fit (many agents side by side) instead of widening the whole page
        "div.table{max-width:100%;overflow-x:auto;margin:1em 0}"
-       "table{border-collapse:collapse;font-size:11px}td,th{border:1px solid #ccc;padding:2px 5px;"
-       "text-align:right;overflow-wrap:anywhere}th{background:#f2f2f2;text-align:center}"
+       "table{border-collapse:collapse;font-size:10.5px}td,th{border:1px solid #ccc;padding:2px 4px;"
+       "text-align:right;overflow-wrap:normal;word-break:normal;hyphens:manual}"
+       "th{background:#f2f2f2;text-align:center}td[style*=right]{white-space:nowrap}"
        "td:nth-child(-n+3){text-align:left}img{max-width:100%;height:auto}"
        "figure{margin:1em 0}figcaption{font-size:12px;color:#555}code{background:#f4f4f4;padding:0 3px}")
 

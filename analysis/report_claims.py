@@ -27,11 +27,11 @@ def _prices(rows: list[dict]):
 
 
 def _usd(v: float) -> str:
-    return f"{'-' if v < 0 else ''}${abs(v):,.2f}"
+    return f"{'-' if round(v, 2) < 0 else ''}${abs(v):,.2f}"  # never "-$0.00"
 
 
 def _span(ivl: dict | None) -> str:
-    return "" if not ivl else f" [{ivl['low']:,.2f}, {ivl['high']:,.2f}]"
+    return "" if not ivl else f" [{ivl['low']:z,.2f}, {ivl['high']:z,.2f}]"
 
 
 def parts(c: dict[str, Any]) -> dict[str, str]:
@@ -47,12 +47,12 @@ def parts(c: dict[str, Any]) -> dict[str, str]:
     if c.get("cost_verdict"):
         reason += f"; {c['cost_verdict']['verdict']} {c['cost_verdict']['reason']}"
     for q in c.get("cost_paper_prices") or ():
-        got = "-" if q["saved_pct"] is None else f"{q['saved_pct']:+.2f}%{_span(q['interval_pct'])}"
+        got = "-" if q["saved_pct"] is None else f"{q['saved_pct']:+z.2f}%{_span(q['interval_pct'])}"
         reason += f"; {q['pricing']}: {got}, {q['verdict']}"
     return {"published": pub,
             "own": f"{m['value']:,.2f}{_span(m['interval'])}" if measured else "-",
             "unit": m["unit"] if measured else "",
-            "cost_pct": f"{cost['saved_pct']:+.2f}%{_span(cost['interval_pct'])}" if saved else "-",
+            "cost_pct": f"{cost['saved_pct']:+z.2f}%{_span(cost['interval_pct'])}" if saved else "-",
             "cost_usd": _usd(cost["saved_usd"]) if saved else "-",
             "verdict": c["verdict"] or "not measured", "reason": reason}
 

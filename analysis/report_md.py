@@ -20,7 +20,7 @@ VARIANT_NAME = {"calibrated": "calibrated", "model_only": "model only"}
 
 
 def num(v, nd=0) -> str:
-    return "-" if v is None or pd.isna(v) else f"{v:,.{nd}f}"
+    return "-" if v is None or pd.isna(v) else f"{v:z,.{nd}f}"
 
 
 def count(v) -> str:
@@ -29,6 +29,13 @@ def count(v) -> str:
 
 def cell(v) -> str:
     return str(v).replace("|", "/")
+
+
+def sep(cols: str) -> str:
+    """A table's delimiter row: ``l`` a text column, ``r`` a figure or an identifier (right-aligned;
+    the HTML page never wraps it, so `-$37.35` or a run id stays on one line: ``analysis.report.CSS``),
+    ``c`` an interval (`+0.66% to +1.58%`: it may wrap between its two numbers, never inside one)."""
+    return "|" + "|".join({"l": ":---", "r": "---:", "c": ":---:"}[c] for c in cols) + "|"
 
 
 def settings_text(policy: str, params: dict) -> str:
@@ -85,7 +92,7 @@ def recommendation(ans: dict, fid_bands: dict[str, float | None], img: str) -> l
         has_bound = any(r.get("bound") for r in ans["ranked"])
         md += ["| configuration | TTL | calibrated: saved | 95% interval | saved | model only: saved | 95% interval |"
                " distinguishable (calibrated) |" + (" share of bound |" if has_bound else ""),
-               "|---|---|---|---|---|---|---|---|" + ("---|" if has_bound else "")]
+               sep("llrcrrcr" + ("r" if has_bound else ""))]
         for r in ans["ranked"]:
             mo = r.get("model_only") or {}
             st = settings_text(r["policy"], r["params"])
@@ -113,13 +120,13 @@ def dropped_runs(dropped: list[dict], top: int = 8) -> list[str]:
 
 
 def _share_pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.0f}%"
+    return "-" if v is None else f"{100 * v:z.0f}%"
 
 
 def _share(b: dict | None) -> str:
     if not b or b.get("share") is None:
         return "-"
-    return f"{100 * b['share']:.0f}% of {b['bound']}"
+    return f"{100 * b['share']:z.0f}% of {b['bound']}"
 
 
 def bounds(rows: list[dict]) -> list[str]:
@@ -138,7 +145,7 @@ def bounds(rows: list[dict]) -> list[str]:
           "reach). Insert-time policies are measured against the insert-time bound, policies that rewrite history "
           "against the lossless one. Lossy policies "
           "(compaction, clearing old tool results) remove what the lossless bound keeps, so they can exceed 100%.", "",
-          "| bound | TTL | variant | cost saved | $ saved | context saved | run |", "|---|---|---|---|---|---|---|"]
+          "| bound | TTL | variant | cost saved | $ saved | context saved | run |", sep("lllrrrr")]
     for key in found:
         for bname, b in sorted(found[key].items()):
             s = b.get("saved_pct") or {}
@@ -147,7 +154,7 @@ def bounds(rows: list[dict]) -> list[str]:
                       f"{money(-(b.get('delta') or {}).get('cost', 0.0), 'cost')} | {pct(s.get('context_tokens'))} | "
                       f"{b['run_id']} |")
     md += ["", "| policy | settings | TTL | variant | cost saved | bound | bound's cost saved | share of bound |",
-           "|---|---|---|---|---|---|---|---|"]
+           sep("llllrlrr")]
     from .compare import configuration_key
 
     latest = {configuration_key(r): r for r in rows if not r.get("sweep_id")}
@@ -184,13 +191,13 @@ def breaks(s: dict[str, Any], img: str) -> list[str]:
            f"cause: {_pts(s['named_share'])}; without first_message_rewritten: "
            f"{_pts(s['named_share_without_first_message'])}; direct evidence only: {_pts(s['named_share_direct'])}.", "",
            "| cause | evidence | breaks | tokens re-billed | $ re-billed | share of tokens | rule |",
-           "|---|---|---|---|---|---|---|"]
+           sep("llrrrrl")]
     for b in s["by_cause"]:
         if b["count"]:
             md.append(f"| {b['label']} | {b['evidence']} | {b['count']:,} | {count(b['tokens'])} | "
                       f"{money(b['cost'], 'cost')} | {_pts(b['share'])} | {cell(b['rule'])} |")
     md += ["", img, "", "Sessions with the most re-billed dollars:", "",
-           "| session | agent | breaks | tokens re-billed | $ re-billed | main cause |", "|---|---|---|---|---|---|"]
+           "| session | agent | breaks | tokens re-billed | $ re-billed | main cause |", sep("llrrrl")]
     labels = {b["cause"]: b["label"] for b in s["by_cause"]}
     for t in s["top_sessions"]:
         md.append(f"| `{t['session']}` | {t.get('agent') or '-'} | {t['breaks']:,} | {count(t['tokens'])} | "
@@ -203,7 +210,7 @@ def _abs_pct(v: float | None) -> str:
 
 
 def _pts(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.2f}%"
+    return "-" if v is None else f"{100 * v:z.2f}%"
 
 
 def both_variants(rows: list[dict]) -> list[str]:
@@ -228,7 +235,7 @@ def both_variants(rows: list[dict]) -> list[str]:
                                   f"{interval_text((x['interval'] or {}).get('cost'))} | "
                                   f"{money(x['saved_usd'], 'cost')}"
                                   + ("" if (x["distinguishable"] or {}).get("cost") else " (n.d.)") for x in (c, m))
-                     + f" | {'-' if gap is None else f'{100 * gap:+.2f}'} |")
+                     + f" | {'-' if gap is None else f'{100 * gap:+z.2f}'} |")
     if not lines:
         return []
     return ["## Savings under both cache-model variants", "",
@@ -237,7 +244,7 @@ def both_variants(rows: list[dict]) -> list[str]:
             "many points of the cost saving rest on the calibration. n.d. = not distinguishable.", "",
             "| policy | settings | TTL | calibrated: cost saved | 95% interval | $ saved | model only: cost saved | "
             "95% interval | $ saved | calibrated - model only (points) |",
-            "|---|---|---|---|---|---|---|---|---|---|", *lines, ""]
+            sep("lllrcrrcrr"), *lines, ""]
 
 
 def fidelity(fid: dict[str, Any], img: str) -> list[str]:
@@ -250,7 +257,7 @@ def fidelity(fid: dict[str, Any], img: str) -> list[str]:
           "this baseline. Calibrated: the cache misses the log records are replayed (the default); model only: what the "
           "TTL/breakpoint model predicts on its own.", "",
           "| figure | recorded | " + " | ".join(f"{NAMES[n]}: simulated | {NAMES[n]}: error" for n in names) + " |",
-          "|---|---|" + "---|---|" * len(names)]
+          sep("lr" + "rr" * len(names))]
     for f in ("input_total", "cache_read", "cache_write", "cost"):
         nd = 2 if f == "cost" else 0
         md.append(f"| {f} | {num(o['recorded'][f], nd)} | " + " | ".join(
@@ -278,7 +285,7 @@ def leaderboard(rows: list[dict], img: str) -> list[str]:
           "column; each run's risk counters are in section *Risk*.", "",
           "| policy | settings | TTL | variant | cost $ | cost saved | 95% interval | distinguishable | context tokens |"
           " context saved | tokens delivered | delivered saved | hit rate | busts | run |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          sep("llllrrcrrrrrrrl")]
     # a cache what-if priced by the calibrated variant alone is listed last, unranked: that variant
     # copies the log's recorded misses, which the setting would change (`ctxreplay whatif` measures it)
     # a run without a cost (NaN rates from an older price file) sorts last
@@ -306,7 +313,7 @@ def per_agent(rows: list[dict]) -> list[str]:
         return []
     md = ["## Per agent", "", "Cost and cost saved vs the baseline, per agent that wrote the logs (runs outside sweeps).",
           "", "| policy | settings | TTL | variant | " + " | ".join(f"{a}: cost $ | {a}: saved" for a in agents) + " |",
-          "|---|---|---|---|" + "---|---|" * len(agents)]
+          sep("llll" + "rr" * len(agents))]
     for r in runs:
         cells = []
         for a in agents:
@@ -325,7 +332,7 @@ def risk(rows: list[dict]) -> list[str]:
           "limit.", "",
           "| policy | settings | TTL | variant | busts | rewritten tokens | dangling refs | stale refs |"
           " trimmed, re-read | policy's own risk counters | hints | mean hint distance (turns) |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          sep("llll" + "r" * 5 + "l" + "rr")]
     for r in rows:
         f = r["figures"]
         if r["policy"] == "noop":
@@ -356,7 +363,7 @@ def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any]) 
     md = ["## The levers, biggest first", ""]
     setting = advice.first_line((wi or {}).get("advice"))
     recorded = (wi or {}).get("baseline", {}).get("recorded_cost")
-    share = f" ({brk['cost'] / recorded:.1%} of the recorded cost, {money(recorded, 'cost')})" if recorded else ""
+    share = f" ({brk['cost'] / recorded:z.1%} of the recorded cost, {money(recorded, 'cost')})" if recorded else ""
     # the first screen names the client setting to change (issue 36), before the diagnosis
     head = (setting + " " if setting else "") + \
         f"Cache breaks re-billed **{money(brk['cost'], 'cost')}**{share} in {brk['breaks']:,} breaks."
@@ -373,17 +380,17 @@ def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any]) 
                 # a client behaviour of some versions explains past breaks (`breaks`); it is no lever
                 continue
             if r["family"] in SWITCHES:  # another model or provider is a switch, not a cache setting: said apart
-                switches.append(f"`{r['name']}` {money(r['saved']['cost'], 'cost')} ({r['saved_pct']['cost']:+.2f}%)")
+                switches.append(f"`{r['name']}` {money(r['saved']['cost'], 'cost')} ({r['saved_pct']['cost']:+z.2f}%)")
                 continue
             iv_ = r["interval_pct"]["cost"]
-            ivt = "-" if iv_ is None else f"{iv_['low']:+.2f}% to {iv_['high']:+.2f}%"
+            ivt = "-" if iv_ is None else f"{iv_['low']:+z.2f}% to {iv_['high']:+z.2f}%"
             verdict = ("" if r["worth_acting_on"] else "; not distinguishable" if not r["distinguishable"]
                        else f"; below {money(thr, 'cost')} per session: not worth acting on"
                        if r["saved"]["cost"] / n < thr else "; costs more")
             # named apart from the policy bounds of `ctxreplay bound` (section *Offline-optimal bounds*)
             what = "cache bound, hindsight" if r["name"] == "bound_offline" else r["family"]
             items.append((r["saved"]["cost"], f"- `{r['name']}` ({what}): {money(r['saved']['cost'], 'cost')} "
-                          f"({r['saved_pct']['cost']:+.2f}%, 95% interval {ivt}){verdict}"))
+                          f"({r['saved_pct']['cost']:+z.2f}%, 95% interval {ivt}){verdict}"))
         head += " What each lever would have saved (`ctxreplay whatif`):"
     items.sort(key=lambda x: -x[0])
     more = len(items) - (TOP_LEVERS - 1)
@@ -405,7 +412,7 @@ def levers(brk: dict[str, Any], wi: dict[str, Any] | None, ans: dict[str, Any]) 
     groups = [(g, x) for g, x in wi["fidelity"].items() if x["sessions"]] if wi else []
     if groups:  # none when no session records usage: there is no error to state
         rest.append("model-only cost error against the recorded bill " + ", ".join(
-            ("n/a" if x["rel_error"] is None else f"{x['rel_error'] * 100:+.2f}%") + f" ({x['sessions']} sessions writing {g})"
+            ("n/a" if x["rel_error"] is None else f"{x['rel_error'] * 100:+z.2f}%") + f" ({x['sessions']} sessions writing {g})"
             for g, x in groups) + "; a what-if smaller than that error on the sessions it changes is not distinguishable")
     if rest:
         md += ["", "; ".join(rest).capitalize() + " (chart: *Cost by cache scenario*)." if wi else

@@ -143,7 +143,7 @@ def held_out_text(h: dict, unit: str = "cost") -> str:
         text += (f", against {pct(i['saved_pct'])} (95% interval {_pair(i['interval_pct'])}) on the "
                  f"{i['sessions']:,} earlier one(s) it was picked on")
     if h.get("optimism") is not None:
-        text += f" (optimism {100 * h['optimism']:+.2f} points)"
+        text += f" (optimism {100 * h['optimism']:+z.2f} points)"
     return text
 
 

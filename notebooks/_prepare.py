@@ -116,9 +116,11 @@ class Needs:
         return find_root() / "examples" / spec_name
 
     def sweep_id(self, spec_name: str) -> str:
-        from replay.experiments.sweep import load_spec, sweep_id
+        """The stored sweep of the spec ``spec_name``, found by its policy and spec file whatever
+        axes it ran with (`ctxreplay demo` drops the TTL axis): ``analysis.notebooks.find_sweep``."""
+        from analysis.notebooks import find_sweep
 
-        return sweep_id(load_spec(self.spec_path(spec_name)), self.dataset)
+        return find_sweep(self.m, self.spec_path(spec_name), self.dataset)
 
     def sweep_runs(self, spec_name: str) -> int:
         """Policy runs of the example sweep ``spec_name`` on this dataset (its baselines not counted)."""

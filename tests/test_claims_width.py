@@ -30,7 +30,7 @@ def claimed(tmp_path_factory):
 
 
 def _span(ivl):
-    return f" [{ivl['low']:,.2f}, {ivl['high']:,.2f}]"
+    return f" [{ivl['low']:z,.2f}, {ivl['high']:z,.2f}]"
 
 
 def _figures(got: dict) -> list[str]:
@@ -39,18 +39,18 @@ def _figures(got: dict) -> list[str]:
     for c in got["claims"]:
         m, cost = c["own_metric"], c["cost"]
         if m and m["value"] is not None:
-            figs.append(f"{m['value']:,.2f}{_span(m['interval'])}")
+            figs.append(f"{m['value']:z,.2f}{_span(m['interval'])}")
         if cost and cost["saved_pct"] is not None:
-            figs.append(f"{cost['saved_pct']:+.2f}%{_span(cost['interval_pct'])}")
+            figs.append(f"{cost['saved_pct']:+z.2f}%{_span(cost['interval_pct'])}")
             usd = cost["saved_usd"]
-            figs.append(f"{'-' if usd < 0 else ''}${abs(usd):,.2f}")
+            figs.append(f"{'-' if round(usd, 2) < 0 else ''}${abs(usd):,.2f}")  # never "-$0.00"
     src = got["sources"]
     runs = [src["devboy"]["ctxreplay"]["simulator_setting"], src["devboy"]["ctxreplay"]["defaults"],
             src["jp_067"]["ctxreplay"]["defaults"], *src["ai_experiments"]["ctxreplay"]["sweep"]]
     for x in runs:
         for f in ("context_tokens", "cost"):
             v, i = x[f]["saved_pct"], x[f]["interval_pct"]
-            figs.append(f"{v:+.3f}% [{i['low']:+.3f}, {i['high']:+.3f}]")
+            figs.append(f"{v:+z.3f}% [{i['low']:+z.3f}, {i['high']:+z.3f}]")
     return figs
 
 

@@ -130,7 +130,9 @@ def test_bad_input_is_counted_and_never_aborts(tmp_path):
     # the broken file still yields its intact records, the good one is whole
     assert s.sessions == 2
     assert any("broken.jsonl:2: invalid json" in m for m in s.report.messages)
-    assert any("weird_new_type" in m for m in s.report.messages)
+    # the unknown type is counted and named as such, never echoed (a closed vocabulary, issue 37)
+    assert any("unknown record type" in m for m in s.report.messages)
+    assert not any("weird_new_type" in m for m in s.report.messages)
 
 
 def test_missing_usage_is_counted(tmp_path):

@@ -31,7 +31,9 @@ MASTER = bytes(range(32))
 VOLATILE = {"datasets": {"created_at"}, "schema_migrations": {"applied_at"},
             "source_files": {"ingested_at", "stat_sig"}}
 GOLDEN = {  # from 9fbd476; requests, schema_migrations and source_files from b81abdc (migration 10 adds
-    # requests.miss_reason and miss_tokens, NULL on this corpus; trace revision 7 is in each file's hash)
+    # requests.miss_reason and miss_tokens, NULL on this corpus; trace revision 7 is in each file's hash);
+    # source_files again for trace revision 8 (issue 37: model names outside the public ids are keyed),
+    # which is in each file's hash: no other row changes, this corpus names public models only
     "blocks": "0c04ba441e3a580a",
     "compactions": "9e88aa39022c69a2",
     "datasets": "97a81ab333f9f2c1",
@@ -42,9 +44,9 @@ GOLDEN = {  # from 9fbd476; requests, schema_migrations and source_files from b8
     "runs": "e3b0c44298fc1c14",
     "schema_migrations": "1a79c9aeebc8c330",
     "sessions": "497ec543abc72ba3",
-    "source_files": "cd5c4914b5365df3",
+    "source_files": "9b77cf3feb8d61ca",
     "streams": "132604c8358912f1",
-    "summary": "17cc5c09c78e99f7",
+    "summary": "e4e04fa764aa68b4",  # 2026-11-28: the summary's new shorter_versions list (issue 37)
 }
 
 

@@ -205,3 +205,44 @@ def test_the_printed_command_creates_the_missing_run(noop_db, tmp_path):
         _cli(*cmd[1:])
     printed, _ = _texts(_execute("policy_comparison", db))
     assert "policy runs against a baseline: none" not in printed and "skipped the leaderboard" not in printed
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory) -> tuple[Path, dict]:
+    """Issue 38's acceptance database: what `ctxreplay demo` writes (its sweep without the TTL axis),
+    with the answer its report leads with (`--json`: the report's ``answer``)."""
+    from click.testing import CliRunner
+
+    from replay.cli import main
+
+    d = tmp_path_factory.mktemp("notebooks-demo")
+    r = CliRunner().invoke(main, ["demo", "--db", str(d / "demo.duckdb"), "--report", str(d / "report"), "--json"])
+    assert r.exit_code == 0, r.output
+    return d / "demo.duckdb", json.loads(r.output)
+
+
+def test_notebooks_on_the_demo_database_draw_every_figure_and_recommend_what_the_report_does(demo_db):
+    """The three notebooks run headless on the demo's own database: its devboy sweep is found (by
+    its policy and spec file, not by an id recomputed from the spec's axes) and drawn, and the
+    recommendation is the demo report's, word for word (`analysis.notebooks.report_answer`)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    db, summary = demo_db
+    ans = summary["answer"]
+    assert ans["verdict"] == "recommended" and summary["sweep"]["sweep_id"]
+    with ThreadPoolExecutor(len(NOTEBOOKS)) as pool:  # one kernel each, side by side
+        done = dict(zip(NOTEBOOKS, pool.map(lambda n: _execute(n, db), NOTEBOOKS)))
+    pngs = {}
+    for name, nb in done.items():
+        outs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+        errors = [o for o in outs if o.output_type == "error"]
+        assert not errors, f"{name}: {errors[0].ename}: {errors[0].evalue}"
+        printed, shown = _texts(nb)
+        assert "sweep devboy_capacity.toml: not run" not in printed and "skipped the devboy" not in printed, name
+        pngs[name] = sum("image/png" in o.get("data", {}) for o in outs)
+        if name != "cost_vs_cache_hit":  # the recommendation, printed by the same call as the report's
+            assert ans["headline"] in printed.splitlines(), (name, ans["headline"])
+    # leaderboard, cost vs risk, tools; price study twice + devboy heatmap; devboy line + heatmap
+    assert pngs == {"policy_comparison": 3, "cost_vs_cache_hit": 3, "threshold_tuning": 2}, pngs
+    printed, shown = _texts(done["threshold_tuning"])
+    assert "devboy_capacity.toml" in shown and "recommended" in shown  # the sweep's best point, by the report's rules

@@ -3,7 +3,9 @@ step was made fast (issue 29, item 5): goldens computed with the code of main at
 what-if points (first_idle_sys_1h, plan, keepalive, keepalive_short_notail) regenerated on
 2026-11-28 for two causal fixes meant to alter them: a turn-end write takes the TTL and model of
 the answer it follows, not of the request after the idle gap, and a keep-alive ping refreshes the
-entry used last (the live conversation), not the longest one.
+entry used last (the live conversation), not the longest one; the server_compaction points
+regenerated the same day for two counters it adds (unsupported_model_requests and
+unsupported_model_compactions): every other figure of those points is unchanged.
 
 Every point (dataset, cache setting or what-if, policy, detail on or off) is replayed from
 freshly loaded arrays, and the exact text (repr) of each session's figures and of every

@@ -207,9 +207,9 @@ def _check_numbers(db: Path, rep: Path) -> None:
         assert cells[13] == f"{f['busts']:,.0f}"
         assert cells[3] == row["variant"].replace("_", " ")
         if row.get("saved_pct"):
-            assert cells[5] == f"{100 * row['saved_pct']['cost']:+.2f}%"
+            assert cells[5] == f"{100 * row['saved_pct']['cost']:+z.2f}%"  # no -0.00 (issue 38)
             i = row["interval"]["cost"]
-            assert cells[6] == f"{100 * i['low']:+.2f}% to {100 * i['high']:+.2f}%"
+            assert cells[6] == f"{100 * i['low']:+z.2f}% to {100 * i['high']:+z.2f}%"
             if row["policy"] != "noop":
                 assert cells[7] == ("yes" if row["distinguishable"]["cost"] else "no")
         checked += 1

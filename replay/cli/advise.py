@@ -115,7 +115,7 @@ def _print(got: dict) -> None:
     for fam, label in (("model_choice", "another model"), ("provider", "another provider")):
         for x in got.get(fam, []):
             out.print(f"not a cache setting, not ranked — {label}: {esc(x['summary'])}: "
-                      f"{_per_month(x['per_month'])} per month ({x['saved_pct']:+.1f}%)")
+                      f"{_per_month(x['per_month'])} per month ({x['saved_pct']:+z.1f}%)")
     out.print(esc(got["note"]))
 
 

@@ -12,6 +12,7 @@ with --db is the user's own experiment and is never written to unless --ingest a
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 import click
@@ -41,12 +42,57 @@ def resolve_db(ctx: click.Context, value: Path | None) -> Path:
         ctx.meta[DB_SOURCE] = "env"
         return env
     ctx.meta[DB_SOURCE] = "default"
-    path = default_db_path()
+    path = default_db_path() if _xdg_data_home() else _home_db_path()
     try:  # so `ctxreplay ingest LOGS` works on a fresh machine, as the XDG spec expects of its users
         path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        pass  # the command that opens it names the folder and what to do
+    except OSError as e:
+        fail(data_folder_error(path.parent, e))
     return path
+
+
+INSTEAD = "or choose another data folder with $XDG_DATA_HOME, or a database with --db or $CTXREPLAY_DB"
+
+
+def _xdg_data_home() -> str | None:
+    value = os.environ.get("XDG_DATA_HOME")
+    return value if value and os.path.isabs(value) else None  # the XDG spec ignores a relative value
+
+
+def _home_db_path() -> Path:
+    """The default database under ~/.local/share; one `error:` line when there is no home folder
+    (never a literal `~` folder in the working directory)."""
+    from replay.ingest.keys import NoHomeError, home_dir
+    from replay.ingest.roots import default_db_path
+
+    try:
+        home = home_dir("the default database (~/.local/share/ctxreplay)", "or $XDG_DATA_HOME, "
+                        "or name a database with --db or $CTXREPLAY_DB")
+    except NoHomeError as e:
+        fail(str(e))
+    return default_db_path({**os.environ, "HOME": str(home)})
+
+
+def data_folder_error(folder: Path, e: OSError) -> str:
+    """Why the data folder cannot be made, and what to do: a folder that is not writable is said
+    to be so (not "does not exist")."""
+    import errno
+
+    where = _first_existing(folder)
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return f"cannot create the data folder {folder}: {where} is not writable (permission denied); " \
+               f"make it writable (chmod u+w {where}), {INSTEAD}"
+    if e.errno == errno.EROFS:
+        return f"cannot create the data folder {folder}: {where} is on a read-only file system; {INSTEAD[3:]}"
+    if e.errno in (errno.ENOTDIR, errno.EEXIST):
+        return f"cannot create the data folder {folder}: {where} is a file, not a folder; {INSTEAD[3:]}"
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"cannot create the data folder {folder}: no space left on device; free some space, {INSTEAD}"
+    return f"cannot create the data folder {folder}: {e.strerror or e}; {INSTEAD[3:]}"
+
+
+def _first_existing(folder: Path) -> Path:
+    """The nearest of ``folder`` and its parents that exists (what blocks its creation)."""
+    return next((p for p in (folder, *folder.parents) if os.path.lexists(p)), folder)
 
 
 def auto_ingest_option(f):
@@ -80,7 +126,15 @@ def ingest_default_roots(db: Path, dataset: str | None, flag: bool | None, quiet
     source = ctx.meta.get(DB_SOURCE, "option")
     if not wanted(source, dataset, flag):
         return None
-    roots = default_log_roots()
+    try:
+        roots = default_log_roots()
+    except RuntimeError:  # no home folder (Path.home()): no default folder to read
+        if not db.exists():
+            fail(f"no database at {db}, and no home folder to find the agents' logs in ($HOME is unset); "
+                 "set $HOME, or ingest a folder of logs with `ctxreplay ingest PATH`")
+        if flag:
+            warn("--ingest: no home folder ($HOME is unset), so no default log folder; nothing ingested")
+        return None
     if not roots:
         looked = ", ".join(dict.fromkeys(shown(r.path) for r in candidate_roots()))
         if not db.exists():

@@ -84,7 +84,7 @@ def bound(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_
 
 def _cell(x: dict, unit: str = "") -> str:
     """`+$3.58 (+18.392%)`, `−$15.47 (-79.394%)`, `4,106,706 (+16.601%)`: the saving, then its share."""
-    pct = "-" if x["saved_pct"] is None else f"{x['saved_pct']:+.3f}%"
+    pct = "-" if x["saved_pct"] is None else f"{x['saved_pct']:+z.3f}%"
     return f"{money(x['saved'], sign=True)} ({pct})" if unit else f"{count(x['saved'])} ({pct})"
 
 

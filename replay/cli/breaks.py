@@ -97,8 +97,8 @@ def _print(rows: list[dict], shown: list[dict], summary: dict, n: int) -> None:
               title=title + "; request: stream:index, re-billed: tokens")
     for c in t.columns:
         c.no_wrap = True  # ids, times and figures stay whole; only the cause and the block kind wrap
-    for c in t.columns[4:6]:
-        c.no_wrap, c.overflow = False, "fold"
+    for c in t.columns[4:6]:  # wrapped between words; a name too long for its column ends in "…", never split
+        c.no_wrap, c.overflow = False, "ellipsis"
     for c in (t.columns[1], t.columns[3], *t.columns[6:]):
         c.justify = "right"
     # the costliest first, as the title says; ties keep request order (sorted is stable)
@@ -136,7 +136,7 @@ def _print_provider(p: dict) -> None:
         return
     t = Table("provider's reason", "breaks", "cause agrees", "re-billed tokens", "inferred causes",
               title="The provider's reason for a miss beside the inferred cause (Claude Code 2.1.119+)")
-    t.columns[4].no_wrap, t.columns[4].overflow = False, "fold"
+    t.columns[4].no_wrap, t.columns[4].overflow = False, "ellipsis"  # wrapped between words, never inside a name
     for r in p["by_reason"]:
         t.add_row(esc(r["reason"]), count(r["breaks"]), f"{r['agree']:,} ({_pct(r['agree'] / r['breaks'])})",
                   count(r["tokens"]), esc(", ".join(f"{c} {n}" for c, n in r["causes"].items())))

@@ -79,8 +79,8 @@ def _cell(x: dict | None, f: str) -> str:
     if not v or v["saved_pct"] is None:
         return "-"
     ivl = v["interval_pct"]
-    span = f" [{ivl['low']:+.3f}, {ivl['high']:+.3f}]" if ivl else ""
-    return f"{v['saved_pct']:+.3f}%{span}"
+    span = f" [{ivl['low']:+z.3f}, {ivl['high']:+z.3f}]" if ivl else ""
+    return f"{v['saved_pct']:+z.3f}%{span}"
 
 
 COMMANDS = [claims]

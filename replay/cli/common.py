@@ -103,6 +103,8 @@ class CleanGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         _STOPPED.clear()  # a stop seen by an earlier command of this process (tests) is not this one's
+        if not {"-h", "--help"} & {*getattr(ctx, "_protected_args", ()), *ctx.args}:  # a command's help needs no memory
+            check_memory_limits()
         try:
             with stop_signals():
                 return super().invoke(ctx)
@@ -110,6 +112,10 @@ class CleanGroup(click.Group):
             if e.errno == errno.EPIPE:
                 raise
             fail(os_error_message(e))
+        except (MemoryError, ImportError) as e:  # an ImportError: a native library that could not be mapped
+            if isinstance(e, ImportError) and not re.search("failed to map segment|cannot allocate mem", str(e), re.I):
+                raise
+            fail(OUT_OF_MEMORY)
         except Terminated as e:
             terminated(e.signum)
         except (KeyboardInterrupt, click.exceptions.Abort):
@@ -122,6 +128,11 @@ class CleanGroup(click.Group):
             costs = sys.modules.get("replay.model.costs")
             if costs is not None and isinstance(e, costs.PriceError):  # a model no price covers, found late
                 fail(str(e))
+            keys = sys.modules.get("replay.ingest.keys")
+            if keys is not None and isinstance(e, keys.KeyFileError):  # e.g. no home folder for the default key
+                fail(str(e))
+            if type(e) is RuntimeError and str(e) == "Could not determine home directory.":  # Path.home()
+                fail("no home folder ($HOME unset, no passwd entry for this user); set $HOME or give paths without ~")
             if duckdb is None or not isinstance(e, duckdb.Error):
                 raise
             if _STOPPED:
@@ -134,6 +145,48 @@ class CleanGroup(click.Group):
 
             db = ctx.meta.get(DB_META)
             fail(str(store.database_error(db or Path("the database"), e)))
+
+
+# --- memory limits --------------------------------------------------------------------
+
+# The address space a command needs (`ulimit -v` / `-d`): DuckDB, the tokenizer (Rust: it aborts the
+# process when an allocation fails), pyarrow and their threads reserve far more than they touch.
+# Measured (entire-cli, 188 MB, new database, 2 cores): the writer's VmPeak is 2.4-2.6 GB; an ingest
+# failed at `ulimit -v` 0.4-1.4 GB (Rust abort, exit 134; DuckDB allocation errors; an ImportError of an
+# unmappable library) and in 2 runs of 3 at 1.5 GB with --jobs 2; it passed every run at 1.75 and 2 GB.
+MIN_ADDRESS_SPACE = 2 << 30
+OUT_OF_MEMORY = ("out of memory: an allocation failed (a memory limit such as `ulimit -v`, or a full machine); "
+                 "raise the limit or free memory, and run again")
+
+
+def memory_limit_problem(need: int = MIN_ADDRESS_SPACE) -> str | None:
+    """One line naming a soft address-space or data limit below ``need`` bytes and what to do,
+    or None when there is none (or the platform has no such limits)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return None
+    for name, flag in (("RLIMIT_AS", "-v"), ("RLIMIT_DATA", "-d")):
+        try:
+            soft, hard = resource.getrlimit(getattr(resource, name))
+        except (AttributeError, OSError, ValueError):
+            continue
+        if soft != resource.RLIM_INFINITY and 0 <= soft < need:
+            fix = (f"raise it with `ulimit {flag} {need >> 10}` (or `ulimit {flag} unlimited`)"
+                   if hard == resource.RLIM_INFINITY or hard >= need else
+                   f"its hard limit is {hard >> 20:,} MiB too: run from a shell without it")
+            return (f"the memory limit `ulimit {flag}` is {soft >> 20:,} MiB ({name}); ctxreplay needs at least "
+                    f"{need >> 20:,} MiB of address space (DuckDB, the tokenizer and their threads reserve it): "
+                    f"{fix}, and run again")
+    return None
+
+
+def check_memory_limits() -> None:
+    """Fail with one line, before any work, under a memory limit that a command cannot live in:
+    a native library would otherwise abort the process mid-way (no Python error to catch)."""
+    problem = memory_limit_problem()
+    if problem is not None:
+        fail(problem)
 
 
 def interrupted() -> None:
@@ -297,9 +350,9 @@ def slice_options(f):
                      help="Only responses of this model (repeatable; exact name as `--by model` shows it)."),
         click.option("--agent", "agents", metavar="NAME", multiple=True,
                      help="Only sessions of this agent (repeatable): claude-code, codex, copilot-cli, gemini-cli."),
-        click.option("--timezone", "tz_name", metavar="ZONE", default="UTC", show_default=True,
-                     help="Time zone of days, weeks, months and --since/--until: an IANA name "
-                     "(Europe/Paris) or `local`."),
+        click.option("--timezone", "tz_name", metavar="ZONE", default="local", show_default=True,
+                     help="Time zone of days, weeks, months and --since/--until: `local` (this machine's, "
+                     "from $TZ or /etc/localtime, as ccusage counts days), an IANA name (Europe/Paris) or UTC."),
         key_file_option("Key used to pseudonymize --project paths [default: $CTXREPLAY_KEY_FILE or "
                         "~/.config/ctxreplay/key]; never created here."),
     ]

@@ -15,7 +15,7 @@ def saving(r: dict, f: str) -> str:
     if p is None:
         return "-"
     i = (r.get("interval") or {}).get(f)
-    text = f"{p:+.2%}" + (f" [{100 * i['low']:+.2f}, {100 * i['high']:+.2f}]" if i else "")
+    text = f"{p:+z.2%}" + (f" [{100 * i['low']:+z.2f}, {100 * i['high']:+z.2f}]" if i else "")
     if r["policy"] != "noop" and not (r.get("distinguishable") or {}).get(f):
         text += " n.d."
     return text
@@ -88,7 +88,7 @@ def print_variants(rows: list[dict], settings, wide: bool = False) -> None:
         seen.add(key)
         gap = (r.get("calibrated_minus_model_only") or {}).get("cost")
         cells = [esc(saving({"policy": r["policy"], **v[name]}, "cost")) for name in ("calibrated", "model_only")]
-        diff = "-" if gap is None else f"{100 * gap:+.2f} points"
+        diff = "-" if gap is None else f"{100 * gap:+z.2f} points"
         if wide:
             t.add_row(esc(r["policy"]), esc(settings(r)), esc(r["cache_config"].get("ttl")), *cells, diff)
         else:

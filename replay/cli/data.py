@@ -10,7 +10,7 @@ from rich.table import Table
 
 from replay.cli.autoingest import auto_ingest_option
 from replay.cli.common import (
-    DB_OPTION, QUIET_OPTION, byte_progress, clean, dataset_option, echo_json, esc, fail_on, fmt_ts, format_option,
+    DB_OPTION, QUIET_OPTION, byte_progress, clean, dataset_option, echo_json, esc, fail, fail_on, fmt_ts, format_option,
     json_option, key_file_option, open_db, out, out_dir_option, pick_dataset, print_table, warn
 )
 from replay.cli.fmt import count, fit, wide_option
@@ -52,6 +52,11 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
     from replay.ingest.keys import open_master_key
     from replay.store.load import ingest as run_ingest
 
+    missing = [p for p in paths if not p.exists()]
+    if missing and len(missing) == len(paths):  # nothing to read: no database is created for it
+        fail(f"{clean(str(missing[0]))}: no such file or directory" + (f" (and {len(missing) - 1} more)"
+             if len(missing) > 1 else "") + "; nothing ingested, no database written: check the path "
+             "(Claude Code keeps its logs in ~/.claude/projects, Codex in ~/.codex/sessions)")
     with fail_on(ValueError, OSError):
         master = open_master_key(key_file, warn=warn)
     # refreshed per file rather than by a thread: with no other thread running, --jobs workers
@@ -109,6 +114,11 @@ def print_ingest_summary(summary, db: Path, dataset: str) -> None:
                   "held is kept and the new one added:")
         for f in s.kept_sessions:
             out.print(f"  [yellow]{esc(f)}[/]")
+    if s.shorter_versions:
+        out.print(f"{len(s.shorter_versions)} files shorter than the version stored from them (truncated?); the "
+                  "fuller stored version is kept, not replaced:")
+        for f, n, m in s.shorter_versions:
+            out.print(f"  [yellow]{esc(f)}[/]: {n:,} requests, the stored version {m:,}")
     if s.report.non_context:
         total = sum(s.report.non_context.values())
         out.print(f"non-context lines (progress, snapshots, UI): {total}")
@@ -188,6 +198,11 @@ def sessions(db: Path, dataset: str | None, since, until, projects, models, agen
     found = _resolve(con, dataset, key_file, resolve_dir, rows) if resolve_dir else None
     if as_json:
         echo_json(rows)
+        return
+    if not rows and filters.active():  # not an empty table: what the logs cover, and how to ask for it
+        from replay.experiments.runs import coverage_text
+
+        out.print(f"no session of {esc(dataset)} matches these filters; {esc(coverage_text(con, dataset))}")
         return
     extra = ("streams", "blocks", "compactions") if wide else ()
     t = Table("session", "agent", "models", *extra, "requests", "block tokens", "started", "cost $",

@@ -132,7 +132,7 @@ def _baseline_fidelity(con) -> dict:
 
 
 def _pct(v) -> str:
-    return "n/a" if v is None else f"{v:+.2%}"
+    return "n/a" if v is None else f"{v:+z.2%}"
 
 
 VARIANTS = (("calibrated", "log"), ("model-only", "none"))

@@ -76,7 +76,7 @@ def _print_validation(pub: dict, plot_path: Path) -> None:
         if v is None:
             return "n/a"
         style = "green" if abs(v) <= TARGETS[f] else "red"
-        return f"[{style}]{v:+.2%}[/]"
+        return f"[{style}]{v:+z.2%}[/]"
 
     def ok(v):
         return "no usage" if v is None else "yes" if v else "[red]no[/]"
@@ -109,7 +109,7 @@ def _print_validation(pub: dict, plot_path: Path) -> None:
               f"writes {TARGETS['cache_write']:.0%}, cost {TARGETS['cost']:.0%})",
               *(f"{v['sessions_within_targets']}/{v['sessions']}" for v in vs.values()))
     for fig, label in (("input_total", "input"), ("cache_read", "reads"), ("cache_write", "writes"), ("cost", "cost")):
-        f.add_row(label, *("n/a" if v["rel_error"][fig] is None else f"{v['rel_error'][fig]:+.2%}"
+        f.add_row(label, *("n/a" if v["rel_error"][fig] is None else f"{v['rel_error'][fig]:+z.2%}"
                            for v in vs.values()))
     f.add_row(f"requests whose read matches (within max({READ_MATCH_TOKENS} tokens, {READ_MATCH_SHARE:.0%}))",
               *(f"{share(v['request_match'])} of {v['requests']:,}" for v in vs.values()))
@@ -134,7 +134,7 @@ def _print_skill(pub: dict) -> None:
               "(never breaks: no expiry, no client rule; TTL only: breaks on TTL expiry only)")
 
     def pct(v, digits=2):
-        return "n/a" if v is None else f"{v:+.{digits}%}"
+        return "n/a" if v is None else f"{v:+z.{digits}%}"
 
     t.add_row("sessions within targets", *(f"{v['sessions_within_targets']}/{v['sessions']}" for v in cols.values()))
     t.add_row("cost / writes", *(f"{pct(v['rel_error']['cost'])} / {pct(v['rel_error']['cache_write'])}"

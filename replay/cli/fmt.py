@@ -3,6 +3,11 @@
 One place, so `breaks`, `bound`, `compare`, `replay` and the rest agree: an idle gap reads
 `11 h 20 m` (never `40,794 s`), a loss `−$239.52` (never `$-239.52`), a count `36` (never
 `36.0`). JSON output keeps the raw numbers; only text goes through here.
+
+Signs: money, amounts, counts and durations take the Unicode minus (MINUS), percentages the
+ASCII hyphen-minus unless the line also shows money (``pct(..., minus=MINUS)``): one sign per
+line. Nothing that rounds to zero carries a minus. (The report and its charts use the ASCII
+hyphen-minus throughout: ``analysis.answer``.)
 """
 
 from __future__ import annotations
@@ -73,17 +78,31 @@ def signed_count(x: float | int | None) -> str:
     return f"+{n:,}" if n > 0 else count(n)
 
 
-def pct(ratio: float | None, digits: int = 2, *, sign: bool = True) -> str:
-    """A ratio as a percentage: `+8.24%`, `-79.39%` (``sign`` False: `96.3%`); `-` when unknown.
-    Percentages keep the ASCII minus: `--format csv` readers parse them as numbers."""
+def pct(ratio: float | None, digits: int = 2, *, sign: bool = True, minus: str = "-") -> str:
+    """A ratio as a percentage: `+8.24%`, `-79.39%` (``sign`` False: `96.3%`); `-` when unknown;
+    one that rounds to zero has no sign (`0.00%`, never `-0.00%`). Percentages keep the ASCII
+    minus (`--format csv` readers parse them as numbers); a line that also shows money passes
+    ``minus=MINUS`` so that it reads one sign (`−$15.47 (−79.39%)`, not `−$15.47 (-79.39%)`)."""
     if _missing(ratio):
         return "-"
     text = f"{abs(ratio) * 100:.{digits}f}%"
     if float(text[:-1]) == 0:
         return text
     if ratio < 0:
-        return "-" + text
+        return minus + text
     return "+" + text if sign else text
+
+
+def interval(low: float | None, high: float | None, digits: int = 2, *, minus: str = "-") -> str:
+    """A 95% interval of a ratio in points: `[-0.66, +1.58]`; never `-0.00` (`[+0.00, +1.58]`)."""
+    if _missing(low) or _missing(high):
+        return "-"
+
+    def one(x: float) -> str:
+        text = f"{100 * x:+z.{digits}f}"
+        return minus + text[1:] if text[0] == "-" else text
+
+    return f"[{one(low)}, {one(high)}]"
 
 
 def table_width() -> int:

@@ -112,6 +112,14 @@ def anonymize(src: Path, dst: Path, key_file: Path | None, dataset: str, drop_to
             out.print(f"[yellow]{s.lines_dropped} lines were not JSON records and were dropped[/]")
         if s.skipped_files:
             out.print(f"{len(s.skipped_files)} file(s) that are not logs were not copied")
+        if s.empty_inputs:
+            out.print(f"{len(s.empty_inputs)} empty log file(s) (0 bytes or blank) skipped, nothing to anonymize:")
+            for f in s.empty_inputs:
+                out.print(f"  [yellow]{esc(f)}: empty file, skipped[/]")
+        if s.refused:
+            out.print(f"{len(s.refused)} log file(s) of another agent's format refused (not copied):")
+            for f, reason in s.refused:
+                out.print(f"  [yellow]{esc(f)}: {esc(reason)}[/]")
         for f, reason in s.failed:
             out.print(f"  [red]{esc(f)}: {esc(reason)}[/]")
     if s.invalid_utf8:

@@ -115,7 +115,7 @@ def compare(db, dataset, policies, sort, limit, run_baselines, since, until, pro
             seen.add(r["baseline_run"])
             out.print(f"baseline {esc(r['baseline_run'])} ({esc(r['dataset'])}, {r['variant'].replace('_', '-')}, "
                       f"TTL {esc(r['cache_config'].get('ttl'))}): simulated {money(fid['baseline_cost'])} vs recorded "
-                      f"{money(fid['recorded_cost'])} ({fid['cost_rel_error']:+.2%})")
+                      f"{money(fid['recorded_cost'])} ({fid['cost_rel_error']:+z.2%})")
     old = [r["run_id"] for r in shown if r.get("before_latest_ingest")]
     if old:
         out.print(f"[yellow]{len(old)} run(s) ({esc(', '.join(old[:4]))}{', ...' if len(old) > 4 else ''}) were stored "

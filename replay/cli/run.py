@@ -227,7 +227,29 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
     if policy.name != "noop":
         from replay.cli.savings import print_savings
 
-        print_savings(con, {v: d["run_id"] for v, d in done.items()}, db, dataset)
+        _say_sessions(con, print_savings(con, {v: d["run_id"] for v, d in done.items()}, db, dataset), db, dataset)
+
+
+def _say_sessions(con, got: dict[str, dict | None], db, dataset: str) -> None:
+    """Under the savings, on which sessions they were measured: all, or those both runs replayed
+    alike (a baseline stored before the latest ingest lacks some), with the command that stores a
+    baseline of every session."""
+    from analysis.saving import left_out_text
+
+    for v, s in got.items():
+        if s is None:
+            continue
+        if not s.get("left_out"):
+            out.print(f"  ({v}: {left_out_text(s)})")
+            continue
+        from replay.cli.results import _baseline_command
+
+        cfg, prices = con.execute("SELECT cache_config, prices FROM runs WHERE run_id = ?",
+                                  [s["baseline_run"]]).fetchone()
+        row = {"cache_config": json.loads(cfg), "prices": json.loads(prices), "dataset": dataset, "variant": v.replace("-", "_")}
+        out.print(f"  [yellow]({v}: measured {esc(left_out_text(s))}: the baseline {esc(s['baseline_run'])} was "
+                  f"stored before the latest ingest; to measure every session, store a new one with[/]\n"
+                  f"  {esc(_baseline_command(db, row, ''))}[yellow])[/]")
 
 
 def _identical_noop(con, policy, opts, dataset: str, slc: dict | None) -> str | None:

@@ -43,15 +43,42 @@ def _timezone(name: str):
     if name.upper() == "UTC":
         return timezone.utc
     if name.lower() == "local":
-        from datetime import datetime
-
-        return datetime.now().astimezone().tzinfo
+        return local_zone()
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         fail(f"--timezone {name!r}: unknown time zone; give an IANA name such as Europe/Paris, UTC or `local`")
+
+
+def local_zone():
+    """This machine's time zone as ccusage counts days in it: the IANA zone of $TZ or of
+    /etc/localtime (so that a day across a daylight-saving change keeps its own offset), else the
+    current fixed offset; UTC when the zone is UTC."""
+    import os
+    from datetime import datetime, timezone
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    names = []
+    tz = os.environ.get("TZ")
+    if tz:
+        names.append(tz.lstrip(":"))
+    try:
+        link = os.readlink("/etc/localtime")
+        if "zoneinfo/" in link:
+            names.append(link.split("zoneinfo/", 1)[1])
+    except OSError:
+        pass
+    for n in names:
+        if n.upper() in ("UTC", "UTC0", "ETC/UTC", "GMT", "ETC/GMT", "UCT", "ZULU"):
+            return timezone.utc
+        try:
+            return ZoneInfo(n)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            continue
+    here = datetime.now().astimezone().tzinfo
+    return timezone.utc if here is not None and here.utcoffset(None) == timezone.utc.utcoffset(None) else here
 
 
 def _project_pseudonyms(con, dataset: str, paths: tuple[str, ...], key_file: Path | None) -> dict[str, str]:
@@ -182,7 +209,18 @@ def recorded_usage(con, dataset: str, by: str, filters, prices) -> dict:
     from analysis.usage import UsageError, usage
 
     with fail_on(UsageError):
-        return usage(con, dataset, by, filters, prices)
+        res = usage(con, dataset, by, filters, prices)
+    for row in (res["totals"], *res["rows"]):
+        if row.get("cost") is None and row.get("requests"):  # a sum that overflowed to infinity: never a blank
+            fail(f"the cost of {row.get('key', 'the total')} is too large to compute (it overflows to infinity); "
+                 f"check the rates of the price file (at most {_max_rate():,.0f} $ per million tokens)")
+    return res
+
+
+def _max_rate() -> float:
+    from replay.model.costs import MAX_RATE
+
+    return MAX_RATE
 
 
 def money(row: dict) -> str:
@@ -226,7 +264,8 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
     fast-mode rates (and shown as `MODEL (fast)` by model) where the trace records each
     response's speed; a trace without it prices every response at standard rates.
 
-    Days, weeks (ISO, from Monday) and months are in --timezone (UTC by default). A project
+    Days, weeks (ISO, from Monday) and months are in --timezone (this machine's zone by default,
+    as ccusage counts them; `--timezone UTC` for UTC days). A project
     is the keyed pseudonym of the session's first working directory, per path component (no
     path text is stored; Claude Code, Codex and Copilot CLI logs record it, Gemini CLI logs do
     not); --project also takes a path on this machine and pseudonymizes it with your key.
@@ -237,6 +276,10 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
     dataset = pick_dataset(con, dataset, db)
     filters = make_filters(con, dataset, since, until, projects, models, agents, tz_name, key_file)
     res = recorded_usage(con, dataset, by, filters, prices)
+    if not res["rows"]:  # an empty answer says what the logs do cover, and how to ask for it
+        from replay.experiments.runs import coverage_text
+
+        res["coverage"] = coverage_text(con, dataset)
     if as_json:
         echo_json(res, default=None)
     elif as_csv:
@@ -328,7 +371,8 @@ def _usage_table(res: dict, filters, compact: bool) -> Table:
 
 def _print_usage(res: dict, filters, wide: bool = False) -> None:
     if not res["rows"]:
-        out.print(f"no recorded responses in {esc(res['dataset'])} match these filters")
+        out.print(f"no recorded responses in {esc(res['dataset'])} match these filters"
+                  + (f"; {esc(res['coverage'])}" if res.get("coverage") else ""))
         return
     t = _usage_table(res, filters, compact=False)
     if not wide and natural_width(t) > WIDTH:

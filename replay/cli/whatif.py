@@ -123,7 +123,7 @@ def _list(names, scenarios, as_json) -> None:
 
 
 def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:+.2f}%"
+    return "-" if x is None else f"{x:+z.2f}%"
 
 
 def _print(got: dict, wide: bool = False) -> None:
@@ -150,12 +150,12 @@ def _print(got: dict, wide: bool = False) -> None:
         p = r.get("predictive") or {}
         piv = p.get("interval_pct")
         pred = "(= saved)" if r.get("headline") != "recorded_events" else (
-            _pct(p.get("saved_pct")) + ("" if piv is None else f" [{piv['low']:+.1f}, {piv['high']:+.1f}]"))
+            _pct(p.get("saved_pct")) + ("" if piv is None else f" [{piv['low']:+z.1f}, {piv['high']:+z.1f}]"))
         a = r.get("agreement")
         agree = "-" if a is None else ("yes" if a["same_sign"] and a["intervals_overlap"] else "no")
         t.add_row(esc(r["name"]), amount(r["scenario"]["cost"]),
                   f"{money(r['saved']['cost'], sign=True)} ({_pct(r['saved_pct']['cost'])})",
-                  "-" if iv is None else f"[{iv['low']:+.2f}%, {iv['high']:+.2f}%]", pred, agree,
+                  "-" if iv is None else f"[{iv['low']:+z.2f}%, {iv['high']:+z.2f}%]", pred, agree,
                   _pct(r["saved_pct"]["cache_write"]), "yes" if r["distinguishable"] else "no", *extra)
     print_table(fit(t, wide))
     f = Table("recorded TTL", "sessions", "recorded $", "model-only $", "error", "every write at that TTL: error",
@@ -176,7 +176,7 @@ def _print(got: dict, wide: bool = False) -> None:
 
 
 def _frac(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:+.2f}%"
+    return "-" if x is None else f"{100 * x:+z.2f}%"
 
 
 COMMANDS = [whatif]

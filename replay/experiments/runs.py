@@ -231,6 +231,28 @@ def slice_session_keys(con, dataset: str, slice: dict[str, Any]) -> list[str]:
                 continue
         keys.add(key)
     if not keys:
-        raise store.StoreError(f"no session of dataset {dataset!r} is in the slice "
-                               f"{json.dumps(slice, sort_keys=True)}")
+        asked = ", ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in sorted(slice.items())
+                          if v and k != "timezone")
+        raise store.StoreError(f"no session of dataset {dataset!r} matches {asked or 'this slice'}; "
+                               + coverage_text(con, dataset))
     return sorted(keys)
+
+
+def coverage(con, dataset: str) -> tuple[str, str] | None:
+    """(first, last) day (UTC) the dataset's sessions cover, or None when it has no dated session."""
+    from datetime import datetime, timezone
+
+    lo, hi = con.execute("SELECT min(started_at), max(coalesce(ended_at, started_at)) FROM sessions "
+                         "WHERE dataset = ?", [dataset]).fetchone()
+    if lo is None or hi is None:
+        return None
+    day = lambda ms: datetime.fromtimestamp(ms / 1000, tz=timezone.utc).date().isoformat()  # noqa: E731
+    return day(lo), day(hi)
+
+
+def coverage_text(con, dataset: str) -> str:
+    """What the logs cover and how to ask for it, for a filter that matched nothing."""
+    got = coverage(con, dataset)
+    if got is None:
+        return "its sessions carry no dates"
+    return f"the logs span {got[0]} to {got[1]} (UTC): ask for those days, e.g. --since {got[0]}"

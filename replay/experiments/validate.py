@@ -395,6 +395,7 @@ def plot_worst(report: dict[str, Any], out: Path, n: int = 4) -> Path:
                              gridspec_kw={"height_ratios": [1.0] + [2.0] * len(worst)})
     _plot_match(axes[0, 0], report)
     less_c, more_c = "#D55E00", "#CC79A7"
+    keys: dict[str, Any] = {}  # one key for the session panels, below them: inside an axes it hid the data
     for ax, w in zip(axes[1:, 0], worst):
         s = by_key[w["session_id"]]
         d = report["_detail"][w["session_id"]]
@@ -409,7 +410,7 @@ def plot_worst(report: dict[str, Any], out: Path, n: int = 4) -> Path:
             pts = [i for i, m in marks if m == sign]
             if pts:
                 ax.scatter(pts, [sim[i] / 1000 for i in pts], marker=marker, s=22, color=color, zorder=3, label=label)
-        err = {f: ("n/a" if v is None else f"{v:+.1%}") for f, v in w["rel_error"].items()}
+        err = {f: ("n/a" if v is None else f"{v:+z.1%}") for f, v in w["rel_error"].items()}
         v = w["variants"]["calibrated"]
         match = "" if v["request_match"] is None else (
             f"; reads matched {v['request_match']:.1%} of {v['requests']:,} "
@@ -418,12 +419,14 @@ def plot_worst(report: dict[str, Any], out: Path, n: int = 4) -> Path:
                      f"writes {err['cache_write']}{match}", fontsize=9)
         ax.set_ylabel("cache read (k tokens)")
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper left", fontsize=7)
+        keys.update((lab, h) for h, lab in zip(*ax.get_legend_handles_labels()) if lab not in keys)
     if worst:
         axes[-1, 0].set_xlabel("request (all streams, in order)")
+    if keys:
+        fig.legend(list(keys.values()), list(keys), loc="lower center", ncol=len(keys), fontsize=8, frameon=False)
     fig.suptitle(f"Fidelity: cache reads per request (top: every session; below: the {len(worst)} worst "
                  f"sessions by cost error)", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.3 / fig.get_figheight() if keys else 0, 1, 1))
     _save_atomic(fig, out)
     plt.close(fig)
     return out
@@ -452,7 +455,7 @@ def _plot_match(ax, report: dict[str, Any]) -> None:
     raw_text = "" if raw["request_match"] is None else f"; raw BPE: {raw['request_match']:.1%} match"
     ax.set_title(f"Per-request cache reads, all {v['calibrated']['sessions']} sessions with usage{raw_text}",
                  fontsize=9)
-    ax.legend(loc="lower right", fontsize=7)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)  # outside the bars
     ax.grid(alpha=0.3, axis="x")
 
 

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from replay.ingest import checks
 from replay.ingest import tokens as tokenizer
 from replay.ingest.blocktext import canonical_json, tool_use_text
-from replay.ingest.identifiers import kept_tool_name, kept_version
+from replay.ingest.identifiers import kept_model, kept_tool_name, kept_version
 from replay.ingest.keys import Keyring
 from replay.ingest.readlines import LineHasher, is_preview
 from replay.ingest.readers.report import ReadReport
@@ -124,15 +124,16 @@ class TraceBuilder:
 
     # --- values kept as written ----------------------------------------------------------------
     def kept(self, field: str, value: str) -> str:
-        """``value`` when it matches ``field``'s grammar, else its keyed pseudonym (counted once per file)."""
+        """``value`` when it matches ``field``'s grammar (a model: `identifiers.kept_model`, a public
+        model id), else its keyed pseudonym (counted once per file)."""
         if field == "agent_version":  # major.minor.patch only: a pre-release or build suffix can name anything
             value = kept_version(value) or value
         key = (field, value if len(value) <= 256 else "\0" + self.keys.short(field, value, 16))
         out = self.clean.get(key)
         if out is None:
-            if checks.acceptable(field, value):
+            if kept_model(value) if field == "model" else checks.acceptable(field, value):
                 out = value
-            else:
+            else:  # a model: `identifiers.model_pseudonym`, as the anonymizer writes it
                 out = f"{_PSEUDONYM_PREFIX[field]}-{self.keys.short(field, value, 8)}"
                 self.report.pseudonymize(field, self.path, out)
             self.clean[key] = out

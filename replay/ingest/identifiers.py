@@ -15,7 +15,9 @@ value kept by one is kept by the other:
   ``ID_PREFIXES`` (``toolu_``, ``msg_01``...), which says what kind of id it is;
 * **tool names**: the agents' own tools (``TOOL_VOCAB``) are kept; ``mcp__<server>__<tool>``
   names private systems and people: the trace stores ``mcp__srv_<hash>__tool_<hash>`` (the
-  anonymizer does too with ``--pseudonymize-mcp``); any other tool becomes ``tool-<hash>``.
+  anonymizer does too with ``--pseudonymize-mcp``); any other tool becomes ``tool-<hash>``;
+* **model names**: a public model id (``kept_model``: the price library's names and the shapes
+  of public ids) is kept; any other becomes ``model-<hash>`` (``model_pseudonym``) in both.
 """
 
 from __future__ import annotations
@@ -135,3 +137,91 @@ def mcp_server(keys: Keyring, server: str) -> str:
 
 def mcp_tool(keys: Keyring, tool: str) -> str:
     return "tool_" + keys.short("mcp-tool", tool, 8)
+
+
+# --- model names --------------------------------------------------------------------------
+# A model name is kept as written only when it is a public model id: one the price library
+# (genai-prices) lists by its exact id or an exact-match alias, or one of the shapes public
+# ids take: a family (``claude``, ``gpt``, ``gemini``, ``codex``, ``o1``/``o3``/``o4``) first, then
+# lower-case words, version numbers and dates joined by ``-``/``.``, optional provider/region
+# prefixes (``anthropic/``, ``models/``, ``us.anthropic.``) and ``@date``, ``[1m]``, ``-v1:0``
+# and `` (fast)`` (the fast-mode price key) suffixes; Claude Code's aliases (``opus``, ``sonnet``).
+# Any other name (a custom deployment or a gateway's, which can name a company or a project)
+# is stored as ``model-<keyed hash>`` by the trace and the anonymizer alike (`model_pseudonym`).
+MODEL_FAMILIES = frozenset("claude gpt chatgpt gemini codex o1 o3 o4".split())
+MODEL_WORDS = frozenset("""opus sonnet haiku instant fable mythos mini nano pro max turbo preview latest codex
+    oss flash lite exp thinking chat instruct high low medium xhigh minimal fast image audio realtime search
+    deep research vision live customtools spark omni native tts transcribe embedding text api beta extended
+    ultra plus""".split())
+CLAUDE_CODE_MODEL_ALIASES = frozenset("opus sonnet haiku fable opusplan default inherit best".split())
+MODEL_VOCAB = frozenset({"<synthetic>"})  # Claude Code's client-side messages
+_MODEL_PSEUDONYM_RX = re.compile(r"model-[0-9a-f]{8}")
+_MODEL_PREFIX_RX = re.compile(r"(?:(?:us|eu|apac|au|jp|ca|global|regional)\.)?anthropic\.|(?:anthropic|openai|google|"
+                              r"models|vertex_ai|bedrock|azure)/")
+_MODEL_SUFFIX_RX = re.compile(r"(?: \(fast\)|@\d{8}|\[\d{1,4}[km]\])$")
+_MODEL_TOKEN_RX = re.compile(r"\d{1,8}[a-z]?|v\d{1,3}(?::\d{1,3})?|\d{1,4}[kmb]|o\d")
+_MODEL_WORD_RX = re.compile(r"[a-z]{1,12}\d{0,4}")
+
+
+def kept_model(name: str) -> bool:
+    """May the trace (and the anonymizer) keep this model name as written? See ``MODEL_WORDS``."""
+    if name in MODEL_VOCAB or _MODEL_PSEUDONYM_RX.fullmatch(name):
+        return True
+    if len(name) > 100:
+        return False
+    return _model_shape(name) or name in library_models()
+
+
+def _model_shape(name: str) -> bool:
+    rest = name
+    for _ in range(3):  # " (fast)", "@20250514", "[1m]" in any order
+        m = _MODEL_SUFFIX_RX.search(rest)
+        if not m:
+            break
+        rest = rest[:m.start()]
+    if rest in CLAUDE_CODE_MODEL_ALIASES:
+        return True
+    m = _MODEL_PREFIX_RX.match(rest)
+    if m:
+        rest = rest[m.end():]
+    tokens = re.split(r"[-.]", rest)
+    if not tokens or tokens[0] not in MODEL_FAMILIES or len(tokens) > 10:
+        return False
+    # after the family: version numbers, dates, ``v1:0`` and lower-case words (``claude-*``, ``gpt-*``)
+    return all(t in MODEL_WORDS or _MODEL_TOKEN_RX.fullmatch(t) or _MODEL_WORD_RX.fullmatch(t) for t in tokens[1:])
+
+
+_LIBRARY_MODELS: frozenset[str] | None = None
+
+
+def library_models() -> frozenset[str]:
+    """The model names the price library lists exactly (its ids and exact-match aliases); loaded
+    on first use only (a name of a public shape never needs it)."""
+    global _LIBRARY_MODELS
+    if _LIBRARY_MODELS is None:
+        names: set[str] = set()
+        try:
+            from genai_prices import data_snapshot
+
+            def exact(clause) -> None:
+                for part in (getattr(clause, "or_", None) or ()):
+                    exact(part)
+                for part in (getattr(clause, "and_", None) or ()):
+                    exact(part)
+                if isinstance(getattr(clause, "equals", None), str):
+                    names.add(clause.equals)
+
+            for provider in data_snapshot.get_snapshot().providers:
+                for model in provider.models:
+                    names.add(model.id)
+                    exact(model.match)
+        except Exception:  # no price library: the shapes alone decide
+            pass
+        _LIBRARY_MODELS = frozenset(n for n in names if isinstance(n, str) and n and len(n) <= 100)
+    return _LIBRARY_MODELS
+
+
+def model_pseudonym(keys: Keyring, name: str) -> str:
+    """``model-<8 hex>``: the keyed pseudonym of a model name outside ``kept_model`` (the trace's
+    and the anonymizer's, so an anonymized log ingests to the raw log's trace)."""
+    return "model-" + keys.short("model", name, 8)

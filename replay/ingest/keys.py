@@ -1,8 +1,11 @@
 """Keyed content hashes and per-component path pseudonyms.
 
 Every hash in a trace is keyed with a per-dataset secret derived from a master key that
-lives outside the dataset (default ``~/.config/ctxreplay/key``, created on first use,
-overridable with ``--key-file`` or ``CTXREPLAY_KEY_FILE``, which must name an existing file).
+lives outside the dataset (default ``$XDG_CONFIG_HOME/ctxreplay/key``, else
+``~/.config/ctxreplay/key``, created on first use, overridable with ``--key-file`` or
+``CTXREPLAY_KEY_FILE``, which must name an existing file). Without a home folder ($HOME unset
+and no passwd entry, or a relative $HOME) the default path is an error (`NoHomeError`), never
+a literal ``~`` folder under the working directory.
 Equal contents give equal hashes inside one dataset, so deduplication still works, but
 nobody without the key can confirm a guess of a short content ("ok", "PASSED", a path).
 Losing the key only means that new ingests no longer join old ones: existing traces stay
@@ -33,16 +36,58 @@ class KeyFileError(ValueError):
     """A key file that cannot be used: named but missing, not a regular file, implausible content."""
 
 
+class NoHomeError(KeyFileError):
+    """No home folder to resolve ``~`` or a default path under it."""
+
+
+def home_dir(needed_for: str = "the master key",
+             instead: str = "or name an existing key file with --key-file or $CTXREPLAY_KEY_FILE") -> Path:
+    """The user's home folder: $HOME, else the password database's entry. `NoHomeError` naming
+    what it was ``needed_for`` and what to set ``instead`` when there is none, or $HOME is relative
+    (``os.path.expanduser`` would leave ``~`` as it is, and a path under it would be created in
+    the working directory)."""
+    home = os.environ.get("HOME")
+    why = ""
+    if not home:
+        try:
+            import pwd
+
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except (ImportError, KeyError, OSError, AttributeError):
+            home = None
+        why = f"$HOME is unset and user id {os.getuid() if hasattr(os, 'getuid') else '?'} has no home in the " \
+              "password database"
+    elif not os.path.isabs(home):
+        why = f"$HOME ({home!r}) is not an absolute path"
+        home = None
+    if not home or not os.path.isabs(home):
+        raise NoHomeError(f"no home folder for {needed_for}: {why or 'no home in the password database'}; "
+                          f"set $HOME, {instead}")
+    return Path(home)
+
+
+def expand_user(path: str | os.PathLike, needed_for: str = "the key file") -> Path:
+    """``path`` with a leading ``~`` expanded (`NoHomeError` when there is no home folder)."""
+    text = os.fspath(path)
+    if text == "~" or text.startswith("~/"):
+        return home_dir(needed_for, "or give the path without ~") / text[2:]
+    return Path(os.path.expanduser(text)) if text.startswith("~") else Path(text)
+
+
 def default_key_path() -> Path:
     env = os.environ.get(KEY_ENV)
     if env:
-        return Path(env).expanduser()
+        return expand_user(env, f"${KEY_ENV}")
     return _config_key_path()
 
 
 def _config_key_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "ctxreplay" / "key"
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    if xdg and os.path.isabs(xdg):  # the XDG spec ignores a relative value
+        return Path(xdg) / "ctxreplay" / "key"
+    return home_dir("the master key (~/.config/ctxreplay/key)",
+                    "or $XDG_CONFIG_HOME, or name an existing key file with --key-file or $CTXREPLAY_KEY_FILE") \
+        / ".config" / "ctxreplay" / "key"
 
 
 def open_master_key(key_file: Path | None = None, warn: Callable[[str], None] | None = None) -> bytes:
@@ -52,7 +97,7 @@ def open_master_key(key_file: Path | None = None, warn: Callable[[str], None] | 
     joining earlier ones. ``warn`` is called with each of `key_warnings`.
     """
     if key_file is not None:
-        path, key = Path(key_file).expanduser(), None
+        path = expand_user(key_file, "--key-file")
         key = load_or_create_master_key(path, create=False, named_by="--key-file")
     elif os.environ.get(KEY_ENV):
         path = default_key_path()

@@ -89,7 +89,9 @@ CLIENT_EVENTS = ("resume", "skill")
 # its major.minor.patch, an MCP tool name becomes mcp__srv_<hash>__tool_<hash>.
 # 7: the provider's account of a cache miss (Claude Code 2.1.119+,
 # ``message.diagnostics.cache_miss_reason``) is kept per request (``miss_reason``, ``miss_tokens``).
-TRACE_REVISION = 7
+# 8: a model name is kept only when it is a public model id (`identifiers.kept_model`: the price
+# library's names and the shapes of public ids), else stored as ``model-<keyed hash>``.
+TRACE_REVISION = 8
 
 # The provider's stated reasons for a cache miss (Claude Code from 2.1.119 writes them as
 # ``message.diagnostics.cache_miss_reason.type``). A closed vocabulary: any other value is

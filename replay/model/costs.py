@@ -11,6 +11,13 @@ Rates come from genai-prices (its version is recorded with every run), resolved 
     output = 25.0
     min_cacheable = 4096                # optional: minimum cacheable prefix (tokens)
 
+A model name the trace does not keep (not a public model id: `replay.ingest.identifiers.kept_model`)
+is stored as its keyed pseudonym ``model-<8 hex>``. The price file still names the raw model:
+its names are mapped through the dataset key when the table meets a pseudonym
+(``PriceTable.for_dataset(keys)``; without it, the key of ``$CTXREPLAY_KEY_FILE`` or
+``~/.config/ctxreplay/key``, never created here, for dataset ``default``), and ``describe()``,
+which runs store, writes such a name as its pseudonym.
+
 Long-context tiers (e.g. a higher price above 200k input tokens) are kept when the library
 has them and applied to a whole request whose input exceeds the threshold.
 
@@ -31,11 +38,14 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import json
+import re
 import tomllib
 from dataclasses import asdict, dataclass, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from replay.ingest.identifiers import kept_model, model_pseudonym
 
 DEFAULT_PRICE_DATE = "2026-11-01"
 RATE_FIELDS = ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output")
@@ -76,6 +86,19 @@ RATES_HINT = "input, cache_write_5m, cache_write_1h, cache_read and output in $ 
 
 class PriceError(Exception):
     """No price for a model: the message says how to add one."""
+
+
+_PSEUDONYM_RX = re.compile(r"model-[0-9a-f]{8}")
+
+
+def _default_keys() -> Any:
+    """The Keyring of dataset ``default`` from the default key file, or None (never created here)."""
+    from replay.ingest.keys import KeyFileError, Keyring, default_key_path, load_or_create_master_key
+
+    try:
+        return Keyring.for_dataset(load_or_create_master_key(default_key_path(), create=False), "default")
+    except (KeyFileError, OSError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -184,14 +207,22 @@ def _price_day(value: Any, source: str | None) -> date:
         raise PriceError(f"{where} {value!r} is not a date (YYYY-MM-DD: {e})") from None
 
 
+# The highest rate a price file may give, $ per million tokens ($1 a token; the dearest public model,
+# o1-pro, bills $600 of output): with usage counts below 2^40 (`replay.ingest.checks.MAX_COUNT`)
+# no request costs more than about $6e12, and no sum of them overflows to infinity.
+MAX_RATE = 1e6
+
+
 def _check_rates(path: Path, where: str, rates: dict) -> None:
-    """Each rate a finite number >= 0 ($ per million tokens), min_cacheable a count: a negative,
-    NaN or infinite rate would price every request it touches without a word."""
+    """Each rate a number from 0 to ``MAX_RATE`` ($ per million tokens), min_cacheable a count: a
+    negative, NaN, infinite or astronomical rate (1e308 overflows a sum to infinity) would price
+    every request it touches without a word."""
     for f in RATE_FIELDS:
         if f in rates:
             v = rates[f]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < float("inf")):
-                raise PriceError(f"{path}: {where}.{f} = {v!r}; a rate is a number >= 0 ($ per million tokens)")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v <= MAX_RATE):
+                raise PriceError(f"{path}: {where}.{f} = {v!r}; a rate is a number >= 0 and at most "
+                                 f"{MAX_RATE:,.0f} ($ per million tokens)")
     if "min_cacheable" in rates:
         v = rates["min_cacheable"]
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -202,12 +233,36 @@ class PriceTable:
     """Rates per model, resolved once and cached; overrides win over the library."""
 
     def __init__(self, price_date: str = DEFAULT_PRICE_DATE, overrides: dict[str, dict[str, float]] | None = None,
-                 override_file: str | None = None):
+                 override_file: str | None = None, keys: Any = None):
         self.price_date = price_date
         self.overrides = overrides or {}
         self.override_file = override_file
+        self.keys = keys  # the dataset's Keyring: raw model names of the price file -> the trace's pseudonyms
+        self._aliases: dict[str, str] | None = None
         self._cache: dict[str, Rates] = {}
         self._when = datetime.combine(_price_day(price_date, override_file), datetime.min.time(), tzinfo=timezone.utc)
+
+    def for_dataset(self, keys: Any) -> "PriceTable":
+        """This table with its model names mapped through ``keys`` (a dataset's `Keyring`): a
+        price for a raw name the trace pseudonymizes reaches its ``model-<hash>``."""
+        return PriceTable(self.price_date, self.overrides, self.override_file, keys=keys)
+
+    def _raw_name(self, model: str) -> str | None:
+        """The price file's raw name whose pseudonym ``model`` is, if any."""
+        if not _PSEUDONYM_RX.fullmatch(model) or model in self.overrides:
+            return None
+        if self._aliases is None:
+            hidden = [n for n in self.overrides if not kept_model(n)]
+            keys = (self.keys or _default_keys()) if hidden else None
+            self._aliases = {model_pseudonym(keys, n): n for n in hidden} if keys is not None else {}
+        return self._aliases.get(model)
+
+    def _override(self, model: str) -> dict | None:
+        ov = self.overrides.get(model)
+        if ov is None:
+            raw = self._raw_name(model)
+            ov = self.overrides.get(raw) if raw else None
+        return ov
 
     @classmethod
     def from_toml(cls, path: Path, price_date: str = DEFAULT_PRICE_DATE) -> "PriceTable":
@@ -245,16 +300,21 @@ class PriceTable:
         measured against the baseline of the same setting): the file's content (its date and
         overrides, keys sorted) and its name, never its folder, so the same file given by a
         relative and an absolute path is one setting and no report or export shows where it is."""
+        hidden = [n for n in self.overrides if not kept_model(n)]
+        keys = (self.keys or _default_keys()) if hidden else None
+        overrides = {model_pseudonym(keys, n) if keys is not None and n in hidden else n: v
+                     for n, v in self.overrides.items()}  # a raw name the trace hides is not stored either
         return {"price_date": self.price_date, "library": library_version(),
                 "override_file": Path(self.override_file).name if self.override_file else None,
-                "overrides": _sorted(self.overrides)}
+                "overrides": _sorted(overrides)}
 
     def rates(self, model: str) -> Rates:
         r = self._cache.get(model)
         if r is None:
             # resolved rates are shared by every table with the same date and overrides, so a
             # sweep building one table per configuration resolves each model once per process
-            key = (model, self.price_date, json.dumps(self.overrides, sort_keys=True), self.override_file)
+            key = (model, self.price_date, json.dumps(self.overrides, sort_keys=True), self.override_file,
+                   self._raw_name(split_price_key(model)[0]))
             r = _RESOLVED.get(key)
             if r is None:
                 r = _RESOLVED[key] = self._resolve_cached(model)
@@ -264,7 +324,7 @@ class PriceTable:
     def _resolve_cached(self, key: str) -> Rates:
         """`_resolve`, through the on-disk cache of library rates (`replay.model.rates_cache`)
         when no price file overrides the model."""
-        if split_price_key(key)[0] in self.overrides:
+        if self._override(split_price_key(key)[0]) is not None:
             return self._resolve(key)
         from replay.model import rates_cache
 
@@ -283,7 +343,7 @@ class PriceTable:
         model, fast = split_price_key(key)
         if fast:
             return self._resolve_fast(model)
-        ov = self.overrides.get(model)
+        ov = self._override(model)
         if ov is not None and (any(f in ov for f in RATE_FIELDS) or "fast" not in ov):
             missing = [f for f in RATE_FIELDS if f not in ov]
             if missing:
@@ -301,6 +361,11 @@ class PriceTable:
                 raise PriceError(
                     "no price for responses whose log names no model (none in their session either); give "
                     f"them rates in a TOML file, [models.\"\"] with {RATES_HINT}, and pass --prices FILE") from e
+            if _PSEUDONYM_RX.fullmatch(model):
+                raise PriceError(
+                    f"no price for model {model!r}, the keyed pseudonym of a model name that is no public model id; "
+                    f"give the model's own name in a TOML file, [models.\"NAME\"] with {RATES_HINT}, and pass "
+                    "--prices FILE (its names are mapped through the dataset key)") from e
             raise PriceError(
                 f"no price for model {model!r} ({library_version()}: {e}); add its rates to a TOML file, "
                 f"[models.\"{model}\"] with {RATES_HINT}, and pass --prices FILE"
@@ -334,7 +399,7 @@ class PriceTable:
         """Fast-mode rates: the price file's ``fast`` table, the library's ``speed = "fast"``
         price, or ``FAST_MODE_RATES``; else an error."""
         key = model + FAST_SUFFIX
-        ov = self.overrides.get(model) or {}
+        ov = self._override(model) or {}
         fast = ov.get("fast")
         min_c = int(ov.get("min_cacheable", min_cacheable_for(model)))
         if fast is not None:

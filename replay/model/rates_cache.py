@@ -10,8 +10,11 @@ to ``replay/model/costs.py`` misses the cache and resolves again. Overridden rat
 file) are never kept: they are read from the file each time. ``CTXREPLAY_RATES_CACHE=0``
 turns the cache off.
 
-A cache that cannot be read (missing, damaged, another format) is a miss; one that cannot be
-written is left alone: the rates are the same either way, only slower.
+A cache that cannot be read (missing, damaged, another format) is a miss, and so is an entry
+whose rates are not numbers from 0 to ``costs.MAX_RATE`` (an edited file cannot price a request
+at infinity); one that cannot be written is left alone: the rates are the same either way, only
+slower. With no home folder ($HOME unset, no passwd entry) and no absolute $XDG_CACHE_HOME or
+$CTXREPLAY_CACHE_DIR there is no cache (never a ``~`` folder in the working directory).
 """
 
 from __future__ import annotations
@@ -37,7 +40,12 @@ def cache_file() -> Path | None:
     if base:
         return Path(base) / FILE
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "ctxreplay" / FILE
+    if xdg and os.path.isabs(xdg):  # the XDG spec ignores a relative value
+        return Path(xdg) / "ctxreplay" / FILE
+    home = os.path.expanduser("~")
+    if not os.path.isabs(home):  # no home folder: no cache
+        return None
+    return Path(home) / ".cache" / "ctxreplay" / FILE
 
 
 def _code_hash() -> str:
@@ -68,7 +76,21 @@ def get(k: str) -> dict[str, Any] | None:
     if path is None:
         return None
     v = _load(path).get(k)
-    return v if isinstance(v, dict) else None
+    return v if isinstance(v, dict) and _sane(v) else None
+
+
+def _sane(fields: dict[str, Any]) -> bool:
+    """Whether a cached entry's rates are numbers from 0 to ``MAX_RATE`` (None for an absent tier)."""
+    from replay.model.costs import MAX_RATE
+
+    for name, v in fields.items():
+        if name in ("model", "source", "min_cacheable", "tier_threshold"):
+            continue
+        if v is None and name.startswith("tier_"):
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v <= MAX_RATE):
+            return False
+    return True
 
 
 def put(k: str, fields: dict[str, Any]) -> None:

@@ -93,6 +93,10 @@ class AnonymizeSummary:
     bytes_out: int = 0
     seconds: float = 0.0
     skipped_files: list[str] = field(default_factory=list)  # non-log files, not copied
+    empty_inputs: list[str] = field(default_factory=list)  # 0-byte or blank logs: nothing to copy (not an error)
+    # logs of a format this anonymizer does not write (Codex, Copilot CLI, Gemini CLI stream-json),
+    # with the format: refused by name, never run through the Claude Code walker
+    refused: list[tuple[str, str]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     # inputs with content of which no record could be read: no output was written for them
     empty_outputs: list[str] = field(default_factory=list)
@@ -109,6 +113,7 @@ class AnonymizeSummary:
         d = dict(self.__dict__)
         d.pop("outputs")
         d["skipped_files"] = len(self.skipped_files)
+        d["refused"] = [{"file": f, "reason": r} for f, r in self.refused]
         d["failed"] = [{"file": f, "reason": r} for f, r in self.failed]
         d["drop_reasons"] = dict(self.drop_reasons)
         d["seconds"] = round(self.seconds, 3)
@@ -135,6 +140,26 @@ def _out_name(pseudo: Pseudonyms, rel: Path) -> Path:
         else:
             parts.append(pseudo.keys.short("name", stem, 12) + ext)
     return Path(*parts)
+
+
+def foreign_format(p: Path) -> str | None:
+    """The format of a log ingest reads but this anonymizer does not write (named as ingest
+    recognises it, from its first records), or None (Claude Code, a Gemini CLI chat file)."""
+    from replay.ingest.readers import codex, copilot, gemini, gemini_chat
+    from replay.ingest.readers.base import FileError, ReadReport, Records
+
+    try:
+        records = Records(p, ReadReport())
+        if gemini_chat.sniff_document(records):
+            return None
+        head = records.head(50)
+    except (FileError, OSError, ValueError, RecursionError):
+        return None
+    for mod, name in ((codex, "a Codex rollout"), (copilot, "a Copilot CLI event log"),
+                      (gemini, "a Gemini CLI stream-json transcript")):
+        if mod.sniff(head):
+            return name
+    return None
 
 
 def _keyring(key: Keyring | Path | str | None, dataset: str) -> Keyring:
@@ -189,9 +214,15 @@ def _anonymize_file(anon: Anonymizer, p: Path, root: Path, dst: Path, summary: A
     except OSError as e:
         _cannot_read(summary, p, root, e)
         return
-    reason = "empty file" if not first else "binary file (NUL bytes), not a JSON log" if binary else None
-    if reason:
-        summary.failed.append((str(rel), reason))
+    foreign = foreign_format(p) if first == b"{" and not binary else None
+    if not first or binary or foreign:
+        if not first:  # nothing to anonymize: named and counted, the others go on (not a failure)
+            summary.empty_inputs.append(str(rel))
+        elif foreign:
+            summary.refused.append((str(rel), f"{foreign}; anonymize writes Claude Code logs and Gemini CLI chat "
+                                              "files only, so it is not copied"))
+        else:
+            summary.failed.append((str(rel), "binary file (NUL bytes), not a JSON log"))
         if on_progress:
             on_progress(size, p.name)
         return

@@ -31,7 +31,7 @@ from replay.ingest.blocktext import canonical_json, tool_use_text
 from replay.ingest.readers.fields import text_or_json
 from replay.ingest.readers.gemini_chat import MESSAGE_TYPES
 from replay.privacy.pseudonyms import ISO_RX
-from replay.privacy.schema import MEDIA_TYPE_RX, TOOL_PATH_KEYS
+from replay.privacy.schema import MEDIA_TYPES, TOOL_PATH_KEYS
 
 if TYPE_CHECKING:
     from replay.privacy.records import Anonymizer
@@ -190,7 +190,7 @@ class ChatWalker:
             if key in CHAT_TIME_KEYS:
                 return a.pseudo.timestamp(v) if ISO_RX.match(v) else a.texts.text(v)
             if key == "mimeType":
-                return a.pseudo.keep(v) if MEDIA_TYPE_RX.match(v) else a.texts.text(v)
+                return a.pseudo.keep(v) if v in MEDIA_TYPES else a.texts.text(v)
             return a.string(key, v, None)
         if isinstance(v, list):
             return [self.tree(key, x) for x in v]

@@ -22,7 +22,7 @@ from replay.privacy.paths import PathNamer
 from replay.privacy.pseudonyms import ISO_RX, Pseudonyms
 from replay.privacy.schema import (
     B64_RX, BUILTIN_TOOLS, ENUM_VOCAB, FILENAME_RX, HOOK_NAME_RX, ID_KEYS, IDENT_KEY_RX, KEEP_KEYS, KEEP_WHOLE,
-    META_KEY_RX, META_KEYS, MODEL_VOCAB, OPAQUE_KEYS, OPEN_ENUM_KEYS, PATH_KEYS, TIME_KEYS, TOOL_NAME_KEYS,
+    KNOWN_KEYS, META_KEYS, OPAQUE_KEYS, OPEN_ENUM_KEYS, PATH_KEYS, TIME_KEYS, TOOL_NAME_KEYS,
     TOOL_NAME_RX, TOOL_PATH_KEYS, USAGE_STRING_KEYS, enum_ok,
 )
 from replay.privacy.scrub import find
@@ -85,13 +85,16 @@ class Anonymizer:
     def dict_key(self, k: str, *, arg: bool = False) -> str:
         """A dict key: kept when it is a name (identifier-like) in which the scrubber finds
         nothing; otherwise anonymized like a value (an AWS key id or a token used as a key,
-        a question, a path). Argument names become keyed pseudonyms when asked."""
+        a question, a path). Argument names become keyed pseudonyms when asked, and then so does
+        every other key outside the known keys (``schema.KNOWN_KEYS``): ``k_<hash>``."""
         if arg and not self.keep_arg_keys:
             return "arg_" + self.keys.short("argkey", k, 8)
         got = self.key_cache.get((k, arg))
         if got is None:
-            if IDENT_KEY_RX.match(k) and not find(k):
+            if k in KNOWN_KEYS:
                 got = k
+            elif IDENT_KEY_RX.match(k) and not find(k):
+                got = k if self.keep_arg_keys else self.pseudonym("metakey", k, "k_")
             else:
                 self.s.keys_replaced += 1
                 got = self.key_text(k)
@@ -124,10 +127,11 @@ class Anonymizer:
         return got
 
     def model(self, v: str) -> str:
-        """A model name kept when it matches the model grammar (schema.MODEL_RX), else ``model-<hash>``."""
-        if v in MODEL_VOCAB or (enum_ok("model", v) and not find(v)):
+        """A model name kept when it is a public model id (`identifiers.kept_model`), else the
+        trace's own pseudonym ``model-<8 hex>`` (`identifiers.model_pseudonym`)."""
+        if identifiers.kept_model(v):
             return self.pseudo.keep(v)
-        return self.pseudonym("model", v, "model-")
+        return self._named(("model", v), lambda: identifiers.model_pseudonym(self.keys, v))
 
     def mcp_server(self, server: str) -> str:
         """Keyed pseudonym of an MCP server name, equal in ``serverName`` and in ``mcp__<server>__<tool>``."""
@@ -199,6 +203,9 @@ class Anonymizer:
                 self.in_context = False
             elif k == "gitBranch" and isinstance(v, str):
                 out[nk] = self.pseudo.branch(v)
+            elif k == "snapshot" and isinstance(v, dict) and isinstance(v.get("trackedFileBackups"), dict):
+                out[nk] = {self.dict_key(sk): self.backups(sv, cwd) if sk == "trackedFileBackups" else
+                           self.value(sk, sv, cwd) for sk, sv in v.items()}
             elif k == "data" and rtype == "progress" and agent_progress(rec) is not None:
                 # a Task subagent's transcript line: model context of its stream, walked as a record
                 out[nk] = {self.dict_key(dk): self.record(dv, cwd) if dk == "message" else self.value(dk, dv, cwd)
@@ -206,6 +213,10 @@ class Anonymizer:
             else:
                 out[nk] = self.value(k, v, cwd)
         return out
+
+    def backups(self, v: dict, cwd: str | None) -> dict:
+        """``file-history-snapshot`` backups: each key is a file (a path or a bare name): a path pseudonym."""
+        return {self.paths.path(k, cwd): self.value("backup", x, cwd) for k, x in v.items()}
 
     def value(self, key: str, v: Any, cwd: str | None) -> Any:
         if v is None or isinstance(v, (bool, int, float)):
@@ -242,9 +253,8 @@ class Anonymizer:
         return v
 
     def meta_key(self, k: str, v: Any) -> str:
-        if k in META_KEYS:
-            return k
-        if (v is None or isinstance(v, (bool, int, float))) and META_KEY_RX.match(k) and not find(k):
+        """A key of a ``usage``-like tree: kept when known (``META_KEYS``, ``KNOWN_KEYS``), else ``k_<hash>``."""
+        if k in META_KEYS or k in KNOWN_KEYS:
             return k
         return self.pseudonym("metakey", k, "k_")
 

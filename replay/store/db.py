@@ -30,7 +30,7 @@ from replay.ingest.trace import (
     STREAM_COLUMNS,
     SessionTrace,
 )
-from replay.store.integrity import check, damaged_message, describe_db_error
+from replay.store.integrity import check, damaged_message, describe_db_error, warn_if_newer
 from replay.store.migrations import MIGRATIONS
 
 
@@ -100,6 +100,8 @@ def connect(path: str | Path, read_only: bool = False, verify: bool | str = Fals
             verify_store(con, path)
         if not read_only:
             migrate(con)
+        else:
+            warn_if_newer(con, path)
     except duckdb.Error as e:
         con.close()
         raise database_error(path, e) from e
@@ -221,11 +223,12 @@ def ensure_dataset(con, name: str, key_fingerprint: str, token_counter: str) -> 
 def file_status(con, dataset: str, file_key: str) -> tuple[int, str | None]:
     """(latest version, its content hash) of a source file, (0, None) if never ingested.
 
-    A version stored as a copy of another file's session (status 'duplicate') counts too.
+    A version stored as a copy of another file's session (status 'duplicate') counts too, as does
+    one shorter than the session stored from the file (status 'shorter', `replay.store.versions`).
     """
     row = con.execute(
         "SELECT version, content_hash FROM source_files WHERE dataset = ? AND file_key = ? "
-        "AND status IN ('ok', 'duplicate') ORDER BY version DESC LIMIT 1",
+        "AND status IN ('ok', 'duplicate', 'shorter') ORDER BY version DESC LIMIT 1",
         [dataset, file_key],
     ).fetchone()
     return (row[0], row[1]) if row else (0, None)
@@ -254,6 +257,7 @@ class PendingFile:
     skipped: dict[str, int]
     duplicate_of: str | None = None  # file key
     stat_sig: str | None = None  # `replay.store.statsig.signature` of its files, taken before they were hashed
+    status: str | None = None  # 'shorter': a truncated version of the stored session, noted only (no rows touched)
 
 
 def check_trace(trace: SessionTrace) -> None:
@@ -298,6 +302,8 @@ def write_sessions(con, batch: list[PendingFile]) -> dict[str, str]:
     kept: dict[str, str] = {}
     with transaction(con):
         for p in batch if _replaces_any(con, batch) else ():
+            if p.status is not None:
+                continue
             rows = con.execute(
                 "SELECT session_key, session_id FROM sessions WHERE dataset = ? AND file_key = ?",
                 [p.dataset, p.file_key]).fetchall()
@@ -340,7 +346,7 @@ def write_sessions(con, batch: list[PendingFile]) -> dict[str, str]:
             "INSERT INTO source_files (dataset, file_key, version, content_hash, size_bytes, n_subagent_files, reader, "
             "status, ingested_at, skipped, duplicate_of, stat_sig) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [[p.dataset, p.file_key, p.version, p.content_hash, p.size_bytes, p.n_subagent_files, p.reader,
-              "duplicate" if p.duplicate_of else "ok", now(), json.dumps(p.skipped), p.duplicate_of, p.stat_sig]
+              p.status or ("duplicate" if p.duplicate_of else "ok"), now(), json.dumps(p.skipped), p.duplicate_of, p.stat_sig]
              for p in batch],
         )
     return kept

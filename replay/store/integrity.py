@@ -5,11 +5,13 @@ until the damaged block is read: `check` reads every column of every table. Used
 `ctxreplay check` and, before any command reads or writes a store, by `connect(verify=True)`;
 `ingest` runs it only once it knows it will write (a tree unchanged by its files' stat writes
 nothing and is answered without it; a damaged table is then found by the next command).
+A file of a newer schema is read with a warning (`warn_if_newer`), never written.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,28 @@ def describe_db_error(e: BaseException) -> tuple[str, bool]:
         return "a block does not match its checksum", True
     damaged = isinstance(e, (duckdb.SerializationException, duckdb.InternalException, duckdb.FatalException))
     return re.sub(r"^[A-Za-z ]*Error: ", "", msg), damaged
+
+
+_WARNED: set[str] = set()  # databases already warned about in this process
+
+
+def warn_if_newer(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """A database written by a newer ctxreplay (a schema version this one does not know) is read
+    as it is, with one warning line on stderr per process and file: reading goes on (its tables
+    hold at least the columns this version reads, or the command fails naming what is missing);
+    a write is refused (`migrate`)."""
+    try:
+        done = {r[0] for r in con.execute("SELECT version FROM schema_migrations").fetchall()}
+    except duckdb.CatalogException:
+        return
+    from replay.store.migrations import MIGRATIONS
+
+    known = max(v for v, _, _ in MIGRATIONS)
+    if done and max(done) > known and str(path) not in _WARNED:
+        _WARNED.add(str(path))
+        print(f"warning: {path} has schema version {max(done)}, newer than this ctxreplay knows ({known}); reading "
+              "it as is (figures a newer version added are missing), writing to it is refused: upgrade ctxreplay",
+              file=sys.stderr, flush=True)
 
 
 def check(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

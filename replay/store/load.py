@@ -13,6 +13,9 @@ the summary equal a ``jobs=1`` ingest (a worker that dies hands its files back t
 A session found at several paths (a backup that is a shorter prefix copy, a moved
 project) is stored once: the copy with the most requests (then blocks) wins, as a grown
 file replaces its earlier version, and the summary names the copies (`duplicate_sessions`).
+One path over time keeps the fuller version too: a file that shrank to a prefix of the session
+stored from it is not stored instead (`replay.store.versions`; the summary names it,
+`shorter_versions`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from replay.store.db import refuse_foreign
 from replay.ingest.keys import Keyring, load_or_create_master_key
 from replay.ingest.readers.report import ReadReport
 from replay.store import statsig
+from replay.store.versions import SHORTER, stored_fuller
 from replay.store.discovery import LOG_SUFFIXES, SKIP_NAMES, Unit, discover, not_regular  # noqa: F401 (re-exported)
 from replay.store.readunit import Parsed, complete, hash_unit, parse_unit, reader_for  # noqa: F401 (re-exported)
 from replay.ingest.tokens import COUNTER
@@ -48,6 +52,8 @@ class IngestSummary:
     # files that now hold a different session than the one stored from them (that one is kept)
     kept_sessions: list[str] = field(default_factory=list)
     skipped_files: list[tuple[str, str]] = field(default_factory=list)  # not regular files: never opened
+    # (file, its requests, the stored version's): a file now shorter than the session stored from it, kept
+    shorter_versions: list[tuple[str, int, int]] = field(default_factory=list)
     sessions: int = 0
     streams: int = 0
     requests: int = 0
@@ -66,6 +72,7 @@ class IngestSummary:
             "duplicate_sessions": [{"file": f, "kept": k} for f, k in self.duplicate_sessions],
             "failed": [{"file": f, "reason": r} for f, r in self.failed],
             "kept_sessions": list(self.kept_sessions),
+            "shorter_versions": [{"file": f, "requests": n, "stored_requests": m} for f, n, m in self.shorter_versions],
             "skipped_files": [{"file": f, "reason": r} for f, r in self.skipped_files],
             "sessions": self.sessions,
             "streams": self.streams,
@@ -82,7 +89,8 @@ class IngestSummary:
     @property
     def nothing_usable(self) -> bool:
         """Every given file failed or was skipped: nothing ingested, nothing already there."""
-        usable = self.ingested + self.unchanged + self.duplicates + len(self.duplicate_sessions)
+        usable = (self.ingested + self.unchanged + self.duplicates + len(self.duplicate_sessions)
+                  + len(self.shorter_versions))
         return usable == 0 and bool(self.failed or self.skipped_files)
 
 
@@ -211,7 +219,7 @@ class _Run:
         for fkey, version, chash, sig, size in con.execute(
                 "SELECT file_key, max(version), arg_max(content_hash, version), arg_max(stat_sig, version), "
                 "arg_max(size_bytes, version) FROM source_files "
-                "WHERE dataset = ? AND status IN ('ok', 'duplicate') GROUP BY file_key", [dataset]).fetchall():
+                "WHERE dataset = ? AND status IN ('ok', 'duplicate', ?) GROUP BY file_key", [dataset, SHORTER]).fetchall():
             self.status[fkey] = (version, chash)
             if sig is not None:
                 self.stats[fkey] = (sig, size)
@@ -353,6 +361,12 @@ class _Run:
         """Queue one file (and the stored copies it replaces); write the batch once it is full."""
         if not self.pending:
             self.batch_started = time.perf_counter()
+        fuller = stored_fuller(self.con, p) if p.version > 1 else None
+        if fuller is not None:  # a truncated file: the stored session stays, this version is only noted
+            self.summary.shorter_versions.append((self.paths[p.file_key], *fuller))
+            p.trace, p.status = None, SHORTER
+            self.pending.append(p)
+            return
         self.pending.extend([p, *self._same_session(p)])
         self.summary.ingested += 1
         if p.version > 1:
@@ -383,7 +397,7 @@ class _Run:
                 self.stats[p.file_key] = (p.stat_sig, p.size_bytes)
             else:
                 self.stats.pop(p.file_key, None)
-            if p.duplicate_of is None:
+            if p.duplicate_of is None and p.status is None:
                 self.known.add(p.content_hash)
             if p.trace is not None and p.duplicate_of is None:
                 tr = p.trace

@@ -16,6 +16,11 @@ file, written once the database is read (a file they cannot read only costs a pa
 writer then discards). Once every file is submitted, the writer writes its pending batch
 while it waits for the last results, so that little is left to write after the last one.
 
+Workers die with the writer: on Linux the kernel kills them when it dies (PR_SET_PDEATHSIG, set
+in each worker as it starts); elsewhere a thread in each polls its parent. A `kill -9` of the
+writer thus leaves no worker behind, and on Linux no temporary file: the forked workers read the
+stored hashes from an unnamed file they inherit.
+
 A new database has every file parsed, and the tokenizer loaded first (about 1 s, in which its
 Rust constructor holds the GIL): an `EarlyReader`, forked before that, reads the first files
 meanwhile and leaves their token counting to the writer; the workers are forked after it.
@@ -53,9 +58,47 @@ def start_method() -> str:
     return "spawn"
 
 
-def _worker_init(keys: Keyring, dataset: str, known_path: str | None) -> None:
+PR_SET_PDEATHSIG = 1
+WATCH_SECONDS = 0.5  # how often a worker without PR_SET_PDEATHSIG looks for its parent
+
+
+def die_with_parent(parent: int) -> None:
+    """End this process when ``parent`` (the writer) dies, even by SIGKILL: the kernel's parent-death
+    signal on Linux, else a daemon thread that polls ``os.getppid()``. A parent that died before
+    this ran (the worker was reparented already) ends it at once."""
+    import signal
+    import sys
+    import threading
+
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != parent:
+        os._exit(1)
+    if armed:
+        return
+
+    def watch() -> None:
+        import time
+
+        while os.getppid() == parent:
+            time.sleep(WATCH_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ctxreplay-parent-watch", daemon=True).start()
+
+
+def _worker_init(keys: Keyring, dataset: str, known_path: str | None, parent: int | None = None) -> None:
     import signal
 
+    if parent is not None:
+        die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle
     for name in ("SIGTERM", "SIGHUP"):  # a forked worker inherits the writer's handlers: it just stops
         if hasattr(signal, name):
@@ -125,7 +168,7 @@ class EarlyReader:
         self.n, self.taken = len(share), 0
         self.got: list = []
         self.conn, child = ctx.Pipe(duplex=False)
-        self.proc = ctx.Process(target=_read_early, args=(child, share, keys, dataset), daemon=True)
+        self.proc = ctx.Process(target=_read_early, args=(child, share, keys, dataset, os.getpid()), daemon=True)
         try:
             self.proc.start()
         finally:
@@ -149,13 +192,15 @@ class EarlyReader:
         self.proc.join()
 
 
-def _read_early(conn, share: list[Unit], keys: Keyring, dataset: str) -> None:
+def _read_early(conn, share: list[Unit], keys: Keyring, dataset: str, parent: int | None = None) -> None:
     """The early reader's work: each unit hashed and read, sent in order by a thread of its own
     (this process's reading is not held up while the pipe waits for the loading one)."""
     import queue
     import signal
     import threading
 
+    if parent is not None:
+        die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
@@ -225,18 +270,24 @@ class Workers:
                 tokens.preload()
         self.jobs = jobs
         self.reading = False  # files were submitted (an interrupted run then does not wait for them)
+        self.known_file = None  # forked workers: an unnamed file (nothing is left in /tmp if this process is killed)
+        self.known_path = None  # ... read through /proc/self/fd; spawned ones: a named file, removed on close
         try:
-            fd, self.known_path = tempfile.mkstemp(prefix="ctxreplay-known-", suffix=".txt")
-            os.close(fd)
+            if method == "fork" and os.path.isdir("/proc/self/fd"):
+                self.known_file = tempfile.TemporaryFile(prefix="ctxreplay-known-", suffix=".txt")
+                self.known_path = f"/proc/self/fd/{self.known_file.fileno()}"
+            else:
+                fd, path = tempfile.mkstemp(prefix="ctxreplay-known-", suffix=".txt")
+                os.close(fd)
+                self.known_path = path
         except OSError:
-            self.known_path = None  # workers then parse byte copies of stored files; the writer skips them
+            pass  # workers then parse byte copies of stored files; the writer skips them
         try:
             self.ex = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(method),
-                                          initializer=_worker_init, initargs=(keys, dataset, self.known_path))
+                                          initializer=_worker_init,
+                                          initargs=(keys, dataset, self.known_path, os.getpid()))
         except BaseException:
-            if self.known_path is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(self.known_path)
+            self._drop_known()
             raise
         try:
             for _ in range(jobs):
@@ -265,11 +316,15 @@ class Workers:
                         proc.terminate()
             self.ex.shutdown(wait=ok, cancel_futures=True)
         finally:
-            if self.known_path is not None:
-                try:
-                    os.unlink(self.known_path)
-                except OSError:
-                    pass
+            self._drop_known()
+
+    def _drop_known(self) -> None:
+        if self.known_file is not None:
+            with contextlib.suppress(OSError):
+                self.known_file.close()
+        elif self.known_path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.known_path)
 
 
 _UNCHANGED = object()  # a window entry whose file is unchanged by its stat: counted, not read

@@ -26,8 +26,8 @@ def read_records(path: Path, data: bytes | None, report: ReadReport, sniff: Call
     if records is None:
         records = Records(path, report, data)
     head = records.head(50)
-    if not head:
-        raise FileError("no records")
+    if not head:  # a NUL costs its line; a file of no record with one is binary
+        raise FileError("binary file (NUL bytes), not a JSON log" if getattr(records, "nul", False) else "no records")
     if not sniff(head):
         raise FileError(not_this)
     return records

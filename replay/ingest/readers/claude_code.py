@@ -9,10 +9,8 @@ the same records) and separate ``<session>/subagents/agent-*.jsonl`` files. Quir
   once, ``output_tokens`` taken from the last line (earlier lines carry partial streaming
   counts); a line whose usage holds an invalid count is skipped whole (``invalid_usage``);
 * ``toolUseResult`` is a UI copy of a tool result, not model context: ignored;
-* ``NON_CONTEXT_TYPES`` (progress, snapshots, 2.1.6x+ UI state) and UI-only ``system`` lines
-  are counted as non-context;
-* ``message.diagnostics.cache_miss_reason`` (2.1.119+) is the request's ``miss_reason``
-  (``trace.MISS_REASONS``) and ``miss_tokens``;
+* ``NON_CONTEXT_TYPES`` (progress, snapshots, UI state) and UI-only ``system`` lines are non-context;
+* ``message.diagnostics.cache_miss_reason`` (2.1.119+): ``miss_reason`` and ``miss_tokens``;
 * ``system``/``compact_boundary`` starts a new compaction partition; the following
   ``isCompactSummary`` user line is its ``compact_summary`` block;
 * inline sidechains (``isSidechain`` in 1.0.x files, timestamps out of order) become one
@@ -30,11 +28,9 @@ the same records) and separate ``<session>/subagents/agent-*.jsonl`` files. Quir
   resumed conversation and kept, their requests flagged ``resumed_copy`` (the live session
   is the last ``sessionId`` of the file, known at its end: the file is read in one pass);
 * tool_result content is a string or a list of text/image parts;
-* client events (``requests.client_event``): a resume is the synthetic "No response
-  requested." answer or the progress record of a ``SessionStart`` hook with source
-  ``resume``; a ``SessionStart`` hook with source ``clear`` after the first request starts
-  a new partition without a summary (trigger ``clear``: the conversation was cleared). Hooks
-  are logged only where the user configured one.
+* client events (``requests.client_event``): a resume is the synthetic "No response requested."
+  answer or a ``SessionStart`` hook's progress record with source ``resume``; one with source
+  ``clear`` after the first request starts a partition without a summary (trigger ``clear``).
 """
 
 from __future__ import annotations
@@ -49,6 +45,7 @@ from replay.ingest.checks import InvalidUsage, usage_count
 from replay.ingest.keys import Keyring
 from replay.ingest.readers.base import FileError, ReadReport, Records, read_records
 from replay.ingest.readers.fields import line_range, opt_str, parse_ts
+from replay.ingest.readers.vocab import SYSTEM_SUBTYPES
 from replay.ingest.trace import PROGRESS_SUBAGENT, SessionTrace, tool_kind
 
 AGENT = "claude-code"
@@ -70,6 +67,7 @@ def is_skill_part(part: Any) -> bool:
     """A text part that opens a loaded skill's content (in a meta user message)."""
     return isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str) \
         and part["text"].startswith(SKILL_LOAD)
+
 
 _FILE_TOOLS_PATH_KEY = {
     "Read": "file_path",
@@ -149,7 +147,7 @@ class _ClaudeReader:
             if isinstance(e, InvalidUsage):
                 self.b.report.skip("invalid_usage", self.b.path, line, str(e))
             else:
-                self.b.report.skip("malformed_record", self.b.path, line, f"{type(e).__name__}: {str(e)[:60]}")
+                self.b.report.skip("malformed_record", self.b.path, line, f"a value of an unexpected type ({type(e).__name__})")
 
     def _add_record(self, line: int, rec: dict[str, Any], stream_key: str, stream_kind: str,
                     agent_id: str | None) -> None:
@@ -177,7 +175,7 @@ class _ClaudeReader:
             if rtype == "progress":
                 self._session_start(rec, stream_key)
         elif rtype not in CONTEXT_TYPES:
-            self.b.report.skip("unknown_type", self.b.path, line, f"record type {rtype!r}")
+            self.b.report.skip("unknown_type", self.b.path, line, "unknown record type")
         else:
             self._context(line, rec, rtype, self.stream(stream_key, stream_kind, agent_id))
 
@@ -215,8 +213,10 @@ class _ClaudeReader:
         return last == st.n_blocks
 
     def _system(self, rec: dict, stream_key: str, stream_kind: str, agent_id: str | None) -> None:
-        if rec.get("subtype") != "compact_boundary":
-            self.b.report.non_context[f"system:{rec.get('subtype') or 'ui'}"] += 1
+        sub = rec.get("subtype")
+        if sub != "compact_boundary":
+            name = sub if isinstance(sub, str) and sub in SYSTEM_SUBTYPES else "other" if sub else "ui"
+            self.b.report.non_context["system:" + name] += 1
             return
         st = self.stream(stream_key, stream_kind, agent_id)
         meta = rec.get("compactMetadata") or {}

@@ -37,6 +37,7 @@ from replay.ingest.readers.codex_items import (
     call_name_args, message_text, output_is_error, output_parts, reasoning_text, tool_target,
 )
 from replay.ingest.readers.fields import data_url_payload, num, parse_ts
+from replay.ingest.readers.vocab import CODEX_EVENTS
 from replay.ingest.trace import SessionTrace
 
 AGENT = "codex"
@@ -297,7 +298,7 @@ class _CodexReader:
                 self.st.open_req = None  # legacy rollouts: input closes the inferred request
             self._user_side(line, p, ts)
         else:
-            self.b.report.skip("malformed_record", self.b.path, line, f"message with role {role!r}")
+            self.b.report.skip("malformed_record", self.b.path, line, "message with an unknown role")
 
     def _response_item(self, line: int, p: dict, ts: int | None) -> None:
         ptype = _type(p)
@@ -320,7 +321,7 @@ class _CodexReader:
             enc = str(p.get("encrypted_content") or p.get("summary") or "")
             self.b.add_block(self.st, ts, "user", "compact_summary", enc)
         else:
-            self.b.report.skip("unknown_type", self.b.path, line, f"response item type {ptype!r}")
+            self.b.report.skip("unknown_type", self.b.path, line, "unknown response item type")
 
     # --- compactions ------------------------------------------------------------------------
     def _compacted(self, line: int, p: dict, ts: int | None) -> None:
@@ -391,14 +392,14 @@ class _CodexReader:
             self.session_id = rec["id"]
             self.b.report.non_context["session_meta"] += 1
         else:
-            self.b.report.skip("unknown_type", self.b.path, line, f"record type {rtype!r}")
+            self.b.report.skip("unknown_type", self.b.path, line, "unknown record type")
 
     def _event_msg(self, line: int, p: dict) -> None:
         etype = p.get("type")
         if etype == "token_count":
             self._token_count(line, p)
             return
-        self.b.report.non_context[f"event_msg:{etype}"] += 1
+        self.b.report.non_context[f"event_msg:{etype if isinstance(etype, str) and etype in CODEX_EVENTS else 'other'}"] += 1
         if etype == "task_started":
             self.items_since_task_start = 0
         if etype in ("turn_aborted", "task_complete", "task_started") and self.st.open_req is not None:

@@ -31,6 +31,7 @@ from replay.ingest.checks import InvalidUsage, usage_count
 from replay.ingest.keys import Keyring
 from replay.ingest.readers.base import ReadReport, Records, read_records
 from replay.ingest.readers.fields import opt_str, parse_ts, text_or_json
+from replay.ingest.readers.vocab import copilot_name
 from replay.ingest.shell import shell_resource
 from replay.ingest.trace import SessionTrace, mcp_kind
 
@@ -101,7 +102,7 @@ class _CopilotReader:
             self.b.report.skip("malformed_record", self.b.path, line, "event without a type")
             return
         if not isinstance(d, dict):
-            self.b.report.skip("malformed_record", self.b.path, line, f"{t} event without a data object")
+            self.b.report.skip("malformed_record", self.b.path, line, "event without a data object")
             return
         if t == "session.start":
             self._session_start(d)
@@ -114,9 +115,9 @@ class _CopilotReader:
             except InvalidUsage as e:
                 self.b.report.skip("invalid_usage", self.b.path, line, str(e))
         elif t.startswith(NON_CONTEXT_PREFIXES):
-            self.b.report.non_context[t] += 1
+            self.b.report.non_context[copilot_name(t)] += 1
         else:
-            self.b.report.skip("unknown_type", self.b.path, line, f"event type {t!r}")
+            self.b.report.skip("unknown_type", self.b.path, line, "unknown event type")
 
     def _session_start(self, d: dict) -> None:
         sid = d.get("sessionId")

@@ -122,7 +122,7 @@ class _GeminiReader:
         t = t if isinstance(t, str) else None
         ts = parse_ts(rec.get("timestamp"))
         if t not in EVENT_TYPES:
-            self.b.report.skip("unknown_type", self.b.path, line, f"event type {t!r}")
+            self.b.report.skip("unknown_type", self.b.path, line, "unknown event type")
         elif t == "init":
             self._init(rec)
         elif t in ("result", "error"):
@@ -169,7 +169,7 @@ class _GeminiReader:
             st.user_turn += 1
             self.b.add_block(st, ts, "user", "user_text", text)
         else:
-            self.b.report.skip("malformed_record", self.b.path, line, f"message with role {role!r}")
+            self.b.report.skip("malformed_record", self.b.path, line, "message with an unknown role")
 
     def _tool_use(self, line: int, rec: dict, ts: int | None) -> None:
         self.flush_text()

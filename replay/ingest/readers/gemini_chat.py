@@ -95,7 +95,7 @@ class _ChatReader:
         elif t in UI_TYPES:
             self.b.report.non_context[f"message:{t}"] += 1
         else:
-            self.b.report.skip("unknown_type", self.b.path, line, f"message type {str(t)[:40]!r}")
+            self.b.report.skip("unknown_type", self.b.path, line, "unknown message type")
 
     def _user(self, rec: dict, ts: int | None) -> None:
         st = self.st

@@ -26,6 +26,7 @@ REPAIRS = {
     "multi_object_line": "a line holding several JSON objects, each read",
     "missing_message_id": "a response without an id, keyed by its request id or first line",
     "missing_model": "a response without a model, given the one before it",
+    "duplicate_key": "a record with a key written twice, the last value read (as JSON parsers do)",
 }
 REPAIR_REASONS = tuple(REPAIRS)
 MAX_DETAIL = 120

@@ -33,6 +33,7 @@ from typing import IO, Any
 
 import orjson
 
+from replay.ingest.readers.dupkeys import duplicate_keys
 from replay.ingest.readers.jsonbytes import Buffer, DocumentError, close_at, depth_of, repair, split_values
 from replay.ingest.readers.report import FileError, ReadReport
 
@@ -173,8 +174,7 @@ class Records:
     def _sniff_kind(self) -> str:
         with self._open() as fh:
             head = fh.read(8192)
-            if b"\x00" in head:
-                raise FileError("binary file (NUL bytes), not a JSON log")
+            self.nul = b"\x00" in head  # costs its line, as anywhere (no record at all: `read_records` says binary)
             while head and not head.strip():
                 head = fh.read(1 << 20)
         if not head.strip():
@@ -295,6 +295,8 @@ class Records:
                 if self._keep and self._parsed_bytes + len(raw) <= _PARSED_BYTES:
                     self._parsed[i] = values
                     self._parsed_bytes += len(raw)
+            if report is not None and (dup := duplicate_keys(raw, values[0])):
+                report.repair("duplicate_key", self.path, i, f"{dup} keys written twice; the last value of each read")
         except orjson.JSONDecodeError as e:
             error, value = e, repair(bytes(raw), e)
             if value is not None:
