@@ -23,6 +23,7 @@ Reads the files in place; prints figures only (no text from the logs).
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -32,7 +33,10 @@ from pathlib import Path
 # bench/replay.py is named like the package: keep this folder off the import path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from replay.ingest.tokens import count_many  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = ROOT.parent / "shared" / "logs"
+DEFAULT_ROOTS = [LOGS / "claude-code-2026", LOGS / "entire-cli", LOGS / "claude-code"]
+
 from replay.policies.claude_code_autocompact import (  # noqa: E402
     DEFAULT_RESERVE, TRIGGERS, WINDOW, derive, trigger_for, version_key)
 
@@ -151,12 +155,20 @@ def _vkey(v):
         return (0,)
 
 
-def main(argv: list[str]) -> None:
-    until = None
-    if argv[:1] == ["--until"]:
-        until, argv = argv[1], argv[2:]
-    events, summaries, sustained, big = scan(argv or ["../shared/logs/claude-code-2026", "../shared/logs/entire-cli",
-                                                      "../shared/logs/claude-code"])
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("roots", nargs="*", type=Path,
+                    help="log folders, read in place (default: claude-code-2026, entire-cli and claude-code "
+                         f"under {LOGS})")
+    ap.add_argument("--until", metavar="VERSION",
+                    help="also derive the table on the client versions up to VERSION only and check it on the later ones")
+    a = ap.parse_args(argv)
+    until = a.until
+    roots = a.roots or DEFAULT_ROOTS
+    missing = [str(r) for r in roots if not r.is_dir()]
+    if missing:
+        ap.error("not a folder: " + ", ".join(missing))
+    events, summaries, sustained, big = scan([str(r) for r in roots])
     by = defaultdict(list)
     for trig, pre, model, _ in events:
         by[trig].append((pre, model))
@@ -197,10 +209,12 @@ def main(argv: list[str]) -> None:
         print("  on a 1,000,000 window (a session past 200,000): " +
               (", ".join(v for v, *_ in checks if big.get(v)) or "none"))
     if summaries:
+        from replay.ingest.tokens import count_many
+
         sizes = sorted(count_many(summaries))
         print(f"summaries: {len(sizes)}; o200k tokens min {sizes[0]:,} median {statistics.median(sizes):,.0f} "
               f"max {sizes[-1]:,}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -1,8 +1,9 @@
 """Held-fold fidelity of the predictive (model-only) replay, rule by rule.
 
-    python bench/fidelity_cv.py [--logs ../shared/logs] [--corpus entire-cli] [--k 2] [--split time] [--json]
+    python bench/fidelity_cv.py [CORPUS ...] [--logs ../shared/logs] [--corpus entire-cli] [--k 2] [--split time] [--json]
 
-For each corpus (default: `claude-code/` and `entire-cli/`): ingest into a fresh DuckDB file
+For each corpus folder given (default: `claude-code/` and `entire-cli/` under ``--logs``, or the
+``--corpus`` folders of it): ingest into a fresh DuckDB file
 with a key derived from `--seed` (so the folds, a hash of the keyed session ids, are the same
 on every run), split the sessions into `--k` folds, replay model-only with the default cache
 configuration and with each client rule switched (replay/experiments/fidelity_cv.py), and
@@ -26,11 +27,30 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def corpus_folders(ap: argparse.ArgumentParser, paths: list[Path], logs: Path, names: list[str] | None,
+                   default: tuple[str, ...]) -> dict[str, Path]:
+    """Name (of its database) -> log folder: the folders given, the --corpus names under --logs, else the defaults."""
+    if not paths or names:
+        paths = [*paths, *(logs / n for n in names or (() if paths else default))]
+    missing = [str(p) for p in paths if not p.is_dir()]
+    if missing:
+        ap.error("not a folder: " + ", ".join(missing))
+    out: dict[str, Path] = {}
+    for p in paths:
+        name = p.resolve().name
+        while name in out:  # two folders of the same name: their databases apart
+            name += "_"
+        out[name] = p
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("paths", nargs="*", type=Path, metavar="CORPUS", help="log folders (default: --corpus)")
     ap.add_argument("--logs", type=Path, default=ROOT.parent / "shared" / "logs")
     ap.add_argument("--out", type=Path, default=Path("/tmp/ctxreplay-fidelity-cv"))
-    ap.add_argument("--corpus", action="append", help="a folder of --logs (default: claude-code, entire-cli)")
+    ap.add_argument("--corpus", action="append",
+                    help="a folder of --logs (default: claude-code, entire-cli, unless CORPUS folders are given)")
     ap.add_argument("--k", type=int, default=2, help="folds (default 2: halves)")
     ap.add_argument("--split", choices=("fold", "time", "version"), default="fold",
                     help="fold: k hashed folds; time / version: derive on the earlier 70%% of the sessions by "
@@ -40,6 +60,7 @@ def main() -> None:
     ap.add_argument("--seed", default="ctxreplay-fidelity-cv", help="derives the ingest key, hence the folds")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     a = ap.parse_args()
+    folders = corpus_folders(ap, a.paths, a.logs, a.corpus, ("claude-code", "entire-cli"))
 
     import duckdb
 
@@ -53,11 +74,11 @@ def main() -> None:
     key.write_text(hashlib.blake2b(a.seed.encode(), digest_size=32).hexdigest() + "\n")
     key.chmod(0o600)
     results = {}
-    for corpus in a.corpus or ["claude-code", "entire-cli"]:
+    for corpus, path in folders.items():
         db = a.out / f"{corpus}.duckdb"
         db.unlink(missing_ok=True)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "replay.cli", "ingest", str(a.logs / corpus), "--db", str(db),
+        subprocess.run([sys.executable, "-m", "replay.cli", "ingest", str(path), "--db", str(db),
                         "--key-file", str(key), "-q"], check=True, cwd=ROOT, stdout=sys.stderr)
         con = duckdb.connect(str(db), read_only=True)
         ds = con.execute("SELECT min(dataset) FROM sessions").fetchone()[0]

@@ -1,8 +1,8 @@
 """Regenerate the figures the README and docs/replay-model.md state, on the shared corpus.
 
-    python bench/figures.py [--logs ../shared/logs] [--out /tmp/ctxreplay-figures] [--report]
+    python bench/figures.py [CORPUS ...] [--logs ../shared/logs] [--out /tmp/ctxreplay-figures] [--report]
 
-For each of `claude-code/` and `entire-cli/`: ingest into a fresh DuckDB file, `validate`
+For each corpus folder given (default: `claude-code/` and `entire-cli/` under ``--logs``): ingest into a fresh DuckDB file, `validate`
 (calibrated, model-only, raw BPE: sessions within targets, corpus errors, request match; the
 naive predictors beside model only),
 then every registered policy at its source's defaults under both cache variants and the
@@ -91,23 +91,43 @@ def policies(db: str) -> None:
     print()
 
 
+def corpus_folders(ap: argparse.ArgumentParser, paths: list[Path], logs: Path, names: list[str] | None,
+                   default: tuple[str, ...]) -> dict[str, Path]:
+    """Name (of its database) -> log folder: the folders given, the --corpus names under --logs, else the defaults."""
+    if not paths or names:
+        paths = [*paths, *(logs / n for n in names or (() if paths else default))]
+    missing = [str(p) for p in paths if not p.is_dir()]
+    if missing:
+        ap.error("not a folder: " + ", ".join(missing))
+    out: dict[str, Path] = {}
+    for p in paths:
+        name = p.resolve().name
+        while name in out:  # two folders of the same name: their databases apart
+            name += "_"
+        out[name] = p
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("paths", nargs="*", type=Path, metavar="CORPUS", help="log folders (default: --corpus)")
     ap.add_argument("--logs", type=Path, default=ROOT.parent / "shared" / "logs")
     ap.add_argument("--out", type=Path, default=Path("/tmp/ctxreplay-figures"))
-    ap.add_argument("--corpus", action="append", help="claude-code, entire-cli (default: both)")
+    ap.add_argument("--corpus", action="append",
+                    help="a folder of --logs: claude-code, entire-cli (default: both, unless CORPUS folders are given)")
     ap.add_argument("--report", action="store_true", help="also write `ctxreplay report` to OUT/report-CORPUS/")
     a = ap.parse_args()
+    folders = corpus_folders(ap, a.paths, a.logs, a.corpus, ("claude-code", "entire-cli"))
     a.out.mkdir(parents=True, exist_ok=True)
     key = a.out / "key"
-    for corpus in a.corpus or ["claude-code", "entire-cli"]:
+    for corpus, path in folders.items():
         db = a.out / f"{corpus}.duckdb"
         db.unlink(missing_ok=True)
         if not key.exists():
             from replay.ingest.keys import load_or_create_master_key
 
             load_or_create_master_key(key)
-        run("ingest", str(a.logs / corpus), "--db", str(db), "--key-file", str(key), "-q")
+        run("ingest", str(path), "--db", str(db), "--key-file", str(key), "-q")
         print(f"## {corpus}\n")
         fidelity(str(db))
         policies(str(db))

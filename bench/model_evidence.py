@@ -18,6 +18,7 @@ docs/replay-model.md ("Turn-end writes", "Send clock and the TTL edge") quotes t
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections import Counter
 from pathlib import Path
@@ -28,7 +29,15 @@ WAYS = ("previous send -> next send", "previous response stamp -> next send",
         "previous response's last block -> next send", "previous response stamp -> next response stamp")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="DB: an ingested database, e.g. one bench/fidelity_cv.py leaves in "
+                                        "/tmp/ctxreplay-fidelity-cv/")
+    ap.add_argument("dbs", nargs="+", type=Path, metavar="DB", help="ingested DuckDB file(s), read only")
+    a = ap.parse_args(argv)
+    missing = [str(d) for d in a.dbs if not d.is_file()]
+    if missing:
+        ap.error("no such database: " + ", ".join(missing))
     import duckdb
 
     from replay.engine.calibration import MAX_LATENCY_MS, base_prefix, send_times, tolerance, turn_ends
@@ -38,7 +47,7 @@ def main() -> None:
 
     response = {KIND_CODE[k] for k in ("assistant_text", "thinking", "tool_use")}
     cfg = CacheConfig(clock="send")
-    for db in sys.argv[1:]:
+    for db in map(str, a.dbs):
         con = duckdb.connect(db, read_only=True)
         ds = load_dataset(con, con.execute("SELECT min(dataset) FROM sessions").fetchone()[0])
         con.close()

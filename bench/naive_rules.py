@@ -20,12 +20,6 @@ from pathlib import Path
 # bench/replay.py is named like the package: keep this folder off the import path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from replay import store  # noqa: E402
-from replay.engine import ReplayOptions  # noqa: E402
-from replay.experiments.validate import (  # noqa: E402
-    _per_session, _simulate, _variant_summary, naive_config, recorded_cost, skill_counts)
-from replay.model.arrays import load_dataset  # noqa: E402
-
 RULES = ("turn_end_write", "thinking_switch", "resume", "task_turns", "skill_turns")
 
 
@@ -34,6 +28,12 @@ def main() -> None:
     ap.add_argument("db", type=Path)
     ap.add_argument("--dataset", default="default")
     a = ap.parse_args()
+    from replay import store
+    from replay.engine import ReplayOptions
+    from replay.experiments.validate import (
+        _per_session, _simulate, _variant_summary, naive_config, recorded_cost, skill_counts)
+    from replay.model.arrays import load_dataset
+
     con = store.connect(a.db, read_only=True)
     ds = load_dataset(con, a.dataset)
     opts = ReplayOptions()

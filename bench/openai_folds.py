@@ -25,12 +25,6 @@ from pathlib import Path
 # bench/replay.py is named like the package: keep this folder off the import path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-import duckdb  # noqa: E402
-
-from replay.engine.loop import ReplayOptions  # noqa: E402
-from replay.experiments.validate import validate  # noqa: E402
-from replay.model.cache import GPT55_BASE, GPT55_STEP  # noqa: E402
-
 RULES = {
     "openai_increments": ("observed", "documented"),
     "openai_reasoning": ("turn", "keep"),
@@ -82,6 +76,7 @@ def _log_counts(con, dataset: str) -> None:
     """Per half: how the second request and the requests after an idle gap read, against the
     model-only replay with every rule at its default."""
     from replay.engine.calibration import openai_reasoning_cuts, send_times
+    from replay.engine.loop import ReplayOptions
     from replay.experiments.validate import _simulate, read_match
     from replay.model.arrays import load_dataset
     from replay.model.cache import CacheConfig
@@ -148,6 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", required=True, help="a database holding the Codex logs (ctxreplay ingest)")
     ap.add_argument("--dataset", default="default", help="the dataset to check")
     args = ap.parse_args(argv)
+    import duckdb
+
+    from replay.engine.loop import ReplayOptions
+    from replay.experiments.validate import validate
+    from replay.model.cache import GPT55_BASE, GPT55_STEP
+
     con = duckdb.connect(args.db, read_only=True)
     if True:
         base = ReplayOptions()

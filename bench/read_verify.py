@@ -1,9 +1,9 @@
 """How often read_range_dedup's unverified (trust) rule points a re-read at different content,
 and what the verified rule (the default) hints instead, on the shared corpus.
 
-    python bench/read_verify.py [--logs ../shared/logs] [--out /tmp/ctxreplay-read-verify]
+    python bench/read_verify.py [CORPUS ...] [--logs ../shared/logs] [--out /tmp/ctxreplay-read-verify]
 
-For each of `claude-code/` and `entire-cli/`: ingest into a fresh DuckDB file, replay the
+For each corpus folder given (default: `claude-code/` and `entire-cli/` under ``--logs``): ingest into a fresh DuckDB file, replay the
 no-op baseline and read_range_dedup with ``verify=lines`` and ``verify=trust`` (calibrated
 variant), and print per run: hints, hints verified (byte-identical, or every line identical by
 its keyed hash), hints taken on trust, trust hints the line hashes refute, tokens removed at
@@ -26,6 +26,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "replay.cli"]
 MODES = ("lines", "trust")
+CORPORA = ("claude-code", "entire-cli")
 
 
 def run(*args: str) -> str:
@@ -89,18 +90,38 @@ def issue14_rule(db: Path) -> dict[str, int]:
     return tot
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def corpus_folders(ap: argparse.ArgumentParser, paths: list[Path], logs: Path, names: list[str] | None,
+                   default: tuple[str, ...]) -> dict[str, Path]:
+    """Name (of its database) -> log folder: the folders given, the --corpus names under --logs, else the defaults."""
+    if not paths or names:
+        paths = [*paths, *(logs / n for n in names or (() if paths else default))]
+    missing = [str(p) for p in paths if not p.is_dir()]
+    if missing:
+        ap.error("not a folder: " + ", ".join(missing))
+    out: dict[str, Path] = {}
+    for p in paths:
+        name = p.resolve().name
+        while name in out:  # two folders of the same name: their databases apart
+            name += "_"
+        out[name] = p
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("corpus", nargs="*", type=Path,
+                    help="log folders to ingest (default: " + " and ".join(CORPORA) + " under --logs)")
     ap.add_argument("--logs", type=Path, default=ROOT.parent / "shared" / "logs")
     ap.add_argument("--out", type=Path, default=Path("/tmp/ctxreplay-read-verify"))
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
+    folders = corpus_folders(ap, a.corpus, a.logs, None, CORPORA)
     a.out.mkdir(parents=True, exist_ok=True)
     print("| corpus | verify | hints | verified | on trust | trust refuted | tokens removed | cost saved [95%] |")
     print("|---|---|---|---|---|---|---|---|")
-    for corpus in ("claude-code", "entire-cli"):
+    for corpus, path in folders.items():
         db = a.out / f"{corpus}.duckdb"
         db.unlink(missing_ok=True)
-        run("ingest", str(a.logs / corpus), "--db", str(db), "--jobs", "2", "-q")
+        run("ingest", str(path), "--db", str(db), "--jobs", "2", "-q")
         run("replay", "--db", str(db), "--policy", "noop", "--observed-evictions", "log")
         for mode in MODES:
             run("replay", "--db", str(db), "--policy", "read_range_dedup", "--set", f"verify={mode}",
@@ -113,7 +134,7 @@ def main() -> None:
     print("\nThe trust rule as issue 14 shipped it (previews and other streams' writes not seen):\n")
     print("| corpus | hints | verified | on trust | refuted (lines differ) | unverifiable (no lines) |")
     print("|---|---|---|---|---|---|")
-    for corpus in ("claude-code", "entire-cli"):
+    for corpus in folders:
         t = issue14_rule(a.out / f"{corpus}.duckdb")
         print(f"| {corpus} | {t['hints']} | {t['hints_verified']} | {t['hints_trusted']} | {t['trust_refuted']} | "
               f"{t['hints_trusted'] - t['trust_refuted']} |")

@@ -20,13 +20,10 @@ from pathlib import Path
 # bench/replay.py is named like the package: keep this folder off the import path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from replay import store  # noqa: E402
-from replay.engine import ReplayOptions  # noqa: E402
-from replay.experiments.validate import _simulate, read_match  # noqa: E402
-from replay.model.arrays import load_dataset  # noqa: E402
 
+def by_kind(ds, opts) -> dict[str, dict[str, float]]:
+    from replay.experiments.validate import _simulate, read_match
 
-def by_kind(ds, opts: ReplayOptions) -> dict[str, dict[str, float]]:
     sim = _simulate(ds, opts)
     acc: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for s in ds.sessions:
@@ -55,6 +52,10 @@ def main() -> None:
     ap.add_argument("db", type=Path)
     ap.add_argument("--dataset", default="default")
     args = ap.parse_args()
+    from replay import store
+    from replay.engine import ReplayOptions
+    from replay.model.arrays import load_dataset
+
     con = store.connect(args.db, read_only=True)
     ds = load_dataset(con, args.dataset)
     con.close()

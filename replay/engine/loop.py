@@ -96,7 +96,7 @@ def observed_writes(st: Stream, vocab: Vocab, opts: ReplayOptions) -> list[int]:
 
 
 def replay_session(session: Session, vocab: Vocab, policy: Policy, opts: ReplayOptions) -> SessionResult:
-    figs = {f: 0.0 for f in SESSION_FIGURES}
+    figs = dict.fromkeys(SESSION_FIGURES, 0.0)
     detail = {c: [] for c in ("stream_id", "req_idx", *REQUEST_FIGURES)} if opts.detail else None
     for st in session.streams:
         replay_stream(st, vocab, policy, opts, figs, detail)

@@ -15,6 +15,7 @@ not) to the figures. The consumer prices request k before the walk goes on past 
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator
 from typing import Protocol
 
@@ -144,25 +145,26 @@ def walk_fast_events(st: Stream, ctx: Context, policy: Policy, changes: list) ->
     csum, events, epos = fast_index(st, policy.append_kinds if insert else frozenset(),
                                     policy.append_filter(ctx) if insert else None)
     eff, figs = ctx.eff, ctx.metrics
+    on_append = policy.on_append
     n_events = len(events)
-    e_i = 0
     total_delta = 0.0
-    # the compactions walk_fast announces at a request (after the events before it): a sentinel last
-    for hi, pos in (*request_compactions(st), (st.n_blocks + 1, -1)):
-        while e_i < n_events and epos[e_i] < hi:
-            ev = events[e_i]
-            e_i += 1
+    # the compactions walk_fast announces at a request, each after the events before it (most
+    # streams have none: their events are one run), then the events after the last
+    e_i = 0
+    for e_hi, pos in (*((bisect_left(epos, hi), pos) for hi, pos in request_compactions(st)), (n_events, -1)):
+        for ev in (events if e_i == 0 and e_hi == n_events else events[e_i:e_hi]):
             if ev < 0:
                 policy.on_compaction(ctx, -ev - 1)
                 continue
             size = eff[ev]
-            new = policy.on_append(ctx, ev, size)
+            new = on_append(ctx, ev, size)
             if new != size:
                 eff[ev] = new
                 figs["blocks_changed"] += 1
                 figs["tokens_saved"] += size - new
                 total_delta += new - size
                 changes += (ev, new)
+        e_i = e_hi
         if pos >= 0:
             policy.on_compaction(ctx, pos)
     figs["tokens_delivered"] += csum[st.n_blocks] + total_delta
