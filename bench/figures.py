@@ -1,4 +1,4 @@
-"""Regenerate the figures the README and docs/replay-model.md state, on the shared corpus.
+"""Regenerate the figures docs/results.md and docs/replay-model.md state, on the shared corpus.
 
     python bench/figures.py [CORPUS ...] [--logs ../shared/logs] [--out /tmp/ctxreplay-figures] [--report]
 
