@@ -13,10 +13,12 @@ $(BIN)/python:
 # byte-compiled once here: where PYTHONDONTWRITEBYTECODE is set, every command would otherwise
 # compile the editable sources again (about 0.1 s of each `ctxreplay` start-up)
 install: $(BIN)/python
-	$(BIN)/pip install -q -e .
+	@echo "installing ctxreplay and its dependencies into $(VENV) (a minute or two on a fresh machine; pip's progress below)"
+	$(BIN)/pip install --progress-bar on -e .
 	$(BIN)/python -m compileall -q replay analysis
 
 install-dev: $(BIN)/python
+	@echo "installing ctxreplay[dev] into $(VENV) (a few minutes on a fresh machine)"
 	$(BIN)/pip install -q -e ".[dev]"
 	$(BIN)/python -m compileall -q replay analysis
 
