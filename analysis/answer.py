@@ -28,7 +28,8 @@ import numpy as np
 from . import intervals as iv
 from . import rules
 from .compare import configuration_key
-from .tables import non_default, show_value
+# how settings and figures read (re-exported: `analysis.report_md` and `analysis.plots` import them from here)
+from .wording import interval_text, money, non_default, pct, show_value, ttl_text  # noqa: F401
 
 FIGURE = {"cost": "cost", "tokens": "context_tokens"}
 # The offline-optimal bounds (`ctxreplay bound`, replay/experiments/bound.py): stored as runs, never recommended.
@@ -44,11 +45,6 @@ def calibrated_whatif(row: dict) -> bool:
     return row.get("variant") == "calibrated" and bool(whatif_settings(row.get("cache_config") or {}))
 
 
-def ttl_text(cache: dict) -> str:
-    ttl = cache.get("ttl", "log")
-    return "TTL as logged" if ttl == "log" else f"TTL {ttl}"
-
-
 def settings(policy: str, params: dict) -> dict[str, str]:
     """Parameters that differ from the policy's source defaults, values as printed."""
     return {k: show_value(policy, k, v) for k, v in non_default(policy, params).items()}
@@ -61,30 +57,8 @@ def name(row: dict) -> str:
     return f"{row['policy']}{f' ({inner})' if inner else ''}, {ttl_text(row['cache_config'])}"
 
 
-# One sign convention in the report, its charts and the notebooks: the ASCII hyphen-minus
-# (`-$1.20`, `-0.64%`), never the Unicode minus beside it; a value that rounds to zero carries
-# no minus (`$0.00`, `+0.00%`: the `z` of Python's format spec), so `-0.00` never shows.
-
-
-def money(v: float | None, fig: str) -> str:
-    if v is None:
-        return "-"
-    if fig == "cost":
-        text = f"{abs(v):,.2f}"
-        return f"-${text}" if v < 0 and float(text.replace(",", "")) != 0 else f"${text}"
-    return f"{v:z,.0f} tokens"
-
-
-def pct(v: float | None, nd: int = 2) -> str:
-    return "-" if v is None else f"{100 * v:+z.{nd}f}%"
-
-
 def _iv(pair: list | None) -> dict | None:
     return None if pair is None else {"low": pair[0], "high": pair[1]}
-
-
-def interval_text(i: dict | None, nd: int = 2) -> str:
-    return "-" if not i else f"{pct(i['low'], nd)} to {pct(i['high'], nd)}"
 
 
 def summary(row: dict, fig: str) -> dict[str, Any]:

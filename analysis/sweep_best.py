@@ -28,8 +28,7 @@ from replay.experiments.tune import TRAIN_FRACTION, split_sessions
 from replay.policies import REGISTRY
 
 from . import intervals as iv
-from .answer import interval_text, pct, ttl_text
-from .tables import show_value
+from .wording import interval_text, pct, show_value, ttl_text
 
 
 def _runs(rows: list[dict], sid: str) -> list[dict]:

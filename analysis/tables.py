@@ -15,6 +15,8 @@ import pandas as pd
 
 from .compare import run_totals
 from .compare import variant_of as variant
+# re-exported: `replay.cli.results` and the notebooks import them from here
+from .wording import VALUE_NAMES, non_default, show_value  # noqa: F401
 
 # shown beside savings; the recommendation's risk filter is analysis.rules (every risk counter, policies' own too)
 RISK_FIGURES = ("dangling_refs", "stale_refs", "trimmed_reread", "busts")
@@ -61,44 +63,6 @@ def runs(con, dataset: str | None = None) -> pd.DataFrame:
     df["cache_dict"] = df["cache_config"].map(json.loads)
     df["label"] = [label(p, r) for p, r in zip(df["policy"], df["params_dict"])]
     return df
-
-
-def non_default(policy: str, params: dict) -> dict:
-    """The parameters of a run that differ from the policy's source defaults."""
-    import dataclasses
-
-    from replay.policies import REGISTRY
-
-    cls = REGISTRY.get(policy)
-    if cls is None and policy in ("bound_insert", "bound_retro"):
-        from replay.experiments.bound import InsertBound, LosslessBound
-
-        cls = InsertBound if policy == "bound_insert" else LosslessBound
-    if cls is None or policy == "pipeline":
-        return params
-    defaults = {f.name: f.default for f in dataclasses.fields(cls.Params)
-                if f.default is not dataclasses.MISSING}
-    out = {}
-    for k, v in params.items():
-        d = defaults.get(k, object())
-        if (list(d) if isinstance(d, tuple) else d) != v:
-            out[k] = v
-    return out
-
-
-# parameter values that read better as words (the policy's own docstring defines them)
-VALUE_NAMES = {("devboy_lru", "capacity"): {0: "unbounded", None: "unbounded"}}
-
-
-def show_value(policy: str, key: str, value) -> str:
-    """A parameter value as the report prints it (e.g. devboy_lru capacity 0 -> unbounded)."""
-    names = VALUE_NAMES.get((policy, key), {})
-    try:
-        if value in names:
-            return names[value]
-    except TypeError:  # unhashable (lists)
-        pass
-    return str(value)
 
 
 def label(policy: str, params: dict) -> str:

@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
 from datetime import date, datetime, timezone, tzinfo
 from typing import Any
+
+# the filters are the slice options' (`replay.experiments.slices`); these names stay importable from here
+from replay.experiments.slices import NO_PROJECT_MESSAGE, Filters, tz_name  # noqa: F401
 
 GROUPS = ("day", "week", "month", "session", "project", "model", "agent")
 TIME_GROUPS = ("day", "week", "month")
@@ -40,32 +42,6 @@ NO_MODEL = "(no model)"
 
 class UsageError(ValueError):
     """A filter or grouping this database cannot answer; the message says why."""
-
-
-@dataclass
-class Filters:
-    """Which recorded responses count. Dates are inclusive days in ``tz``; empty tuples mean all."""
-
-    since: date | None = None
-    until: date | None = None
-    projects: tuple[str, ...] = ()  # project pseudonyms (a session matches one or a folder under one)
-    models: tuple[str, ...] = ()
-    agents: tuple[str, ...] = ()
-    tz: tzinfo = timezone.utc
-    project_names: dict[str, str] = field(default_factory=dict)  # pseudonym -> raw path given on this machine
-
-    def active(self) -> bool:
-        return bool(self.since or self.until or self.projects or self.models or self.agents)
-
-    def describe(self) -> dict[str, Any]:
-        return {"since": self.since.isoformat() if self.since else None,
-                "until": self.until.isoformat() if self.until else None,
-                "projects": [self.project_names.get(p, p) for p in self.projects], "models": list(self.models),
-                "agents": list(self.agents), "timezone": tz_name(self.tz)}
-
-
-def tz_name(tz: tzinfo) -> str:
-    return getattr(tz, "key", None) or ("UTC" if tz == timezone.utc else str(tz))
 
 
 def parse_day(text: str) -> date:
@@ -84,12 +60,6 @@ def has_project_column(con, dataset: str | None = None) -> bool:
     from replay.store import records_projects
 
     return records_projects(con, dataset)
-
-
-NO_PROJECT_MESSAGE = ("this database records no project for its sessions: their trace keeps no working directory "
-                      "(sessions ingested before ctxreplay recorded projects, or logs that keep none), so usage "
-                      "cannot be grouped or filtered by project; re-ingest the logs into a new database, or group "
-                      "by session, model, agent or date instead")
 
 
 def _has_column(con, table: str, column: str) -> bool:

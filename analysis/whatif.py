@@ -27,11 +27,13 @@ PRACTICAL_PER_SESSION = 0.01
 
 
 def whatif(ds: Dataset, opts: ReplayOptions, names: list[str] | None = None, n_resamples: int = iv.N_RESAMPLES,
-           on_step=None, per_session: bool = False, jobs: int = 1) -> dict[str, Any]:
+           on_step=None, per_session: bool = False, jobs: int = 1, advise_on: tuple | None = None) -> dict[str, Any]:
     """Replay ``ds`` under each named scenario (all by default) and the offline bound, and compare
     each with the model-only replay of the recorded settings, per session. ``per_session``: also
     return every replayed setting's cost per session (``per_session``, in the order of
-    ``session_keys``). ``jobs``: local worker processes for the replays."""
+    ``session_keys``). ``jobs``: local worker processes for the replays. ``advise_on``: (con, dataset, session
+    keys of a slice or None): also each lever as the client setting that applies it (``advice``,
+    `analysis.advice`), so a command makes one call."""
     raw = replay_scenarios(ds, opts, names, on_step, jobs)
     keys, costs, writes, totals = raw["session_keys"], raw["costs"], raw["writes"], raw["totals"]
     recorded, usage = raw["recorded"], raw["usage_cost"]
@@ -59,7 +61,7 @@ def whatif(ds: Dataset, opts: ReplayOptions, names: list[str] | None = None, n_r
         by[BOUND]["online_share_of_bound"] = by["online_1h_after_idle"]["predictive"]["saved"] / \
             by[BOUND]["saved"]["cost"]
     extra = {"session_keys": keys, "per_session": costs} if per_session else {}
-    return {
+    out = {
         **extra,
         "variant": VARIANT, "sessions": len(keys), "requests": raw["requests"],
         "baseline": {"name": "recorded settings", "variant": VARIANT, **totals["recorded"],
@@ -70,6 +72,12 @@ def whatif(ds: Dataset, opts: ReplayOptions, names: list[str] | None = None, n_r
                       "seed": iv.SEED, "level": iv.LEVEL},
         "seconds": raw["seconds"],
     }
+    if advise_on is not None:
+        from .advice import advise
+
+        con, dataset, slice_keys = advise_on
+        out["advice"] = advise(con, dataset, ds, out, None, keys=slice_keys)
+    return out
 
 
 def _rel(sim: float, rec: float) -> float | None:

@@ -45,10 +45,9 @@ def advise(db, dataset, jobs, prices_file, price_date, since, until, projects, m
     Rules: docs/replay-model.md, "Cache what-ifs"; the settings' sources: analysis/advice.py."""
     from analysis.advice import HABITS, MODEL_CHOICE, PROVIDER, SETTINGS, advise as build
     from analysis.whatif import whatif as run_whatif
-    from replay import store
-    from replay.cli.usage import make_slice, price_table
+    from replay.cli.usage import price_table, sliced
     from replay.engine import ReplayOptions
-    from replay.experiments import runs
+    from replay.experiments import slices
     from replay.experiments.breaks import find_breaks, summarize
     from replay.model.cache import CacheConfig
     from replay.model.costs import PriceError
@@ -56,9 +55,7 @@ def advise(db, dataset, jobs, prices_file, price_date, since, until, projects, m
     prices = price_table(prices_file, price_date)
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
-    slc = make_slice(con, dataset, since, until, projects, models, agents, tz_name, key_file)
-    with fail_on(store.StoreError):
-        ds = runs.load(con, dataset, slc)
+    slc, ds = sliced(slices.load_slice, con, dataset, since, until, projects, models, agents, tz_name, key_file)
     names = [s.scenario for s in SETTINGS] + list(HABITS) + list(MODEL_CHOICE) + list(PROVIDER)
     progress = count_progress("advise", "{task.completed}/{task.total}", disable=as_json)
     with fail_on(PriceError, ValueError), progress:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from replay.cli.common import byte_progress, clean, err, esc, fail, warn
+from replay.cli.console import byte_progress, clean, err, esc, fail, warn
 
 DB_SOURCE = "ctxreplay.db_source"  # ctx.meta: "option", "env" or "default"
 DATASET = "default"

@@ -1,5 +1,5 @@
-"""What every command module shares: the consoles, error handling, option definitions,
-progress bars and the database helpers.
+"""What every command module shares: error handling, option definitions, table output and the
+database helpers (and, re-exported, the consoles and progress bars of `replay.cli.console`).
 
 Only light imports here: `replay.store` (and with it DuckDB) is imported by the helpers
 that open a database, so `ctxreplay --version` and `--help` stay fast.
@@ -18,44 +18,17 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markup import escape as rich_escape
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-err = Console(stderr=True, soft_wrap=True)
-out = Console(soft_wrap=True)
+# the consoles, safe messages and progress bars live below this module (`replay.cli.autoingest`
+# needs them too, and this module needs it); commands import them from here
+from replay.cli.console import byte_progress, clean, count_progress, err, esc, fail, out, warn  # noqa: F401
+from replay.cli.fmt import PIPE_WIDTH  # noqa: F401  (re-exported: the width `fmt.table_width` falls back to)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 
 # --- errors ---------------------------------------------------------------------------
-
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def clean(value) -> str:
-    """``value`` as one line of text with control characters (ANSI escapes, newlines, bidi
-    overrides, undecodable bytes) shown as \\xNN / \\uNNNN: a hostile file name cannot drive
-    the terminal."""
-    text = str(value)
-    return _UNSAFE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
-
-
-def esc(value) -> str:
-    """``value`` safe inside a Rich markup string: markup escaped, control characters made visible."""
-    return rich_escape(clean(value))
-
-
-def fail(msg: str, code: int = 1, *, console: Console | None = None) -> None:
-    """Print `error: MSG` on stderr (MSG is plain text, never markup) and exit with `code`."""
-    (console or err).print(f"[bold red]error:[/] {esc(msg)}", soft_wrap=True)
-    sys.exit(code)
-
-
-def warn(msg: str) -> None:
-    """Print `warning: MSG` on stderr (MSG is plain text); the command goes on."""
-    err.print(f"[yellow]warning:[/] {esc(msg)}", soft_wrap=True)
-
 
 def os_error_message(e: OSError) -> str:
     """One line for a disk-full, permission or other OS error, naming the file and what to do."""
@@ -336,7 +309,7 @@ def key_file_option(help: str):
 def slice_options(f):
     """--since/--until/--project/--model/--agent/--timezone/--key-file: which sessions (or, for
     `usage` and `sessions`, which responses) a command covers. Shared by usage, sessions, replay,
-    sweep, compare and report; `replay.cli.usage.make_filters` turns them into `Filters`."""
+    sweep, compare and report; `replay.experiments.slices.make_filters` turns them into `Filters`."""
     from replay.cli.dates import DATE_HELP, UNTIL_HELP
 
     opts = [
@@ -374,30 +347,7 @@ def max_risk_option(help: str):
 from replay.cli.cache_flags import cache_options, make_options  # noqa: E402,F401
 
 
-# --- progress bars --------------------------------------------------------------------
-
-def byte_progress(label: str, disable: bool, console: Console | None = None, auto_refresh: bool = True) -> Progress:
-    """A bar over bytes read, with the current file name (ingest, anonymize), shown as plain
-    text; none when the console is not a terminal. ``auto_refresh=False``: no refresh thread
-    (the caller refreshes on each update), so worker processes can still be forked."""
-    console = console or err
-    return Progress(
-        TextColumn(f"[bold]{esc(label)}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-        TextColumn("{task.description}", markup=False), console=console, disable=disable or not console.is_terminal,
-        transient=True, auto_refresh=auto_refresh,
-    )
-
-
-def count_progress(label: str, counter: str, disable: bool) -> Progress:
-    """A bar over counted units (sessions, session-configs, trials)."""
-    return Progress(TextColumn(f"[bold]{esc(label)}"), BarColumn(), TextColumn(counter), TimeRemainingColumn(),
-                    console=err, disable=disable or not err.is_terminal, transient=True)
-
-
 # --- output ---------------------------------------------------------------------------
-
-PIPE_WIDTH = 240
-
 
 def print_table(t) -> None:
     """A Rich table at full width into a pipe or file (wrapped cells are unreadable there), at

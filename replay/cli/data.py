@@ -200,7 +200,7 @@ def sessions(db: Path, dataset: str | None, since, until, projects, models, agen
         echo_json(rows)
         return
     if not rows and filters.active():  # not an empty table: what the logs cover, and how to ask for it
-        from replay.experiments.runs import coverage_text
+        from replay.experiments.slices import coverage_text
 
         out.print(f"no session of {esc(dataset)} matches these filters; {esc(coverage_text(con, dataset))}")
         return

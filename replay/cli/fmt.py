@@ -17,6 +17,7 @@ import os
 
 MINUS = "\u2212"  # the typographic minus: `−$1.20` lines up with `+$1.20` and cannot be read as a dash
 WIDTH = 120  # what a table should fit by default; `--wide` shows every column
+PIPE_WIDTH = 240  # a table's width into a pipe or file without $COLUMNS (`table_width`)
 
 
 def _missing(x) -> bool:
@@ -108,8 +109,6 @@ def interval(low: float | None, high: float | None, digits: int = 2, *, minus: s
 def table_width() -> int:
     """The width a table is laid out for when stdout is not a terminal: $COLUMNS when set
     (so `COLUMNS=120 ctxreplay compare | less` fits), else wide enough never to wrap a cell."""
-    from replay.cli.common import PIPE_WIDTH
-
     cols = os.environ.get("COLUMNS", "")
     return int(cols) if cols.isdigit() and int(cols) > 0 else PIPE_WIDTH
 

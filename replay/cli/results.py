@@ -134,14 +134,15 @@ def compare(db, dataset, policies, sort, limit, run_baselines, since, until, pro
 
 def _wanted_slice(con, dataset: str, slice_args: tuple) -> tuple[dict | None, bool]:
     """(the slice the options select, whether any slice option was given)."""
-    from replay.cli.usage import make_slice
+    from replay.cli.usage import sliced
+    from replay.experiments import slices
 
-    slc = make_slice(con, dataset, *slice_args)
+    slc = sliced(slices.make_slice, con, dataset, *slice_args)
     return slc, slc is not None
 
 
 def slice_text(slc: dict | None) -> str:
-    from replay.cli.usage import slice_text as text
+    from replay.experiments.slices import slice_text as text
 
     return text(slc)
 

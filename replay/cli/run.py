@@ -31,14 +31,15 @@ def _parse_sets(sets: tuple[str, ...]) -> dict[str, str]:
 def _load_dataset(db: Path, dataset: str | None, slice_args: tuple | None = None):
     """Open `db` for writing runs and load the chosen dataset: (connection, name, dataset, slice);
     ``slice_args``: the slice options' values (None or none given: the whole dataset)."""
-    from replay import store
-    from replay.experiments import runs
+    from replay.cli.usage import sliced
+    from replay.experiments import slices
 
     con = open_db(db, read_only=False)
     dataset = pick_dataset(con, dataset, db)
-    slc = _slice(con, dataset, slice_args)
-    with fail_on(store.StoreError):
-        return con, dataset, runs.load(con, dataset, slc), slc
+    if not slice_args:
+        slice_args = (None, None, (), (), (), "UTC", None)  # the whole dataset
+    slc, ds = sliced(slices.load_slice, con, dataset, *slice_args)
+    return con, dataset, ds, slc
 
 
 def _warn_calibrated_whatif(opts: dict) -> None:
@@ -61,12 +62,13 @@ def _notes(spec) -> None:
 
 
 def _slice(con, dataset: str, slice_args: tuple | None) -> dict | None:
-    """The stored form of the slice options (`replay.cli.usage.make_slice`); None: whole dataset."""
+    """The stored form of the slice options (`replay.experiments.slices.make_slice`); None: whole dataset."""
     if not slice_args:
         return None
-    from replay.cli.usage import make_slice
+    from replay.cli.usage import sliced
+    from replay.experiments import slices
 
-    return make_slice(con, dataset, *slice_args)
+    return sliced(slices.make_slice, con, dataset, *slice_args)
 
 
 @click.command()
@@ -272,7 +274,7 @@ def _saving_json(con, d: dict, policy) -> dict | None:
 
 
 def _slice_text(slc: dict | None) -> str:
-    from replay.cli.usage import slice_text
+    from replay.experiments.slices import slice_text
 
     return slice_text(slc)
 

@@ -4,7 +4,6 @@ agent; and the filter options it shares with `sessions`."""
 from __future__ import annotations
 
 import csv
-import re
 import sys
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from replay.cli.common import (
 )
 
 GROUPS = ("day", "week", "month", "session", "project", "model", "agent")
-PSEUDONYM = re.compile(r"^/?[0-9a-f]{10}(\.[a-z0-9]{1,6})?(/[0-9a-f]{10}(\.[a-z0-9]{1,6})?)*/?$")
 
 
 def filter_options(f):
@@ -37,164 +35,31 @@ def filter_options(f):
     return f
 
 
-def _timezone(name: str):
-    from datetime import timezone
+def sliced(build, con, dataset: str, *slice_args):
+    """``build`` (a `replay.experiments.slices` builder: `make_filters`, `make_slice`, `load_slice`)
+    on the slice options' values, with relative days counted from `dates.now()`, its note on
+    stderr and its error as one `error:` line."""
+    from replay.cli.dates import now
+    from replay.ingest.keys import KeyFileError
+    from replay.store import StoreError  # a SliceError, and `load`'s unknown dataset or empty slice
 
-    if name.upper() == "UTC":
-        return timezone.utc
-    if name.lower() == "local":
-        return local_zone()
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+    with fail_on(StoreError, KeyFileError, OSError):
+        return build(con, dataset, *slice_args, at=now(), note=lambda text: err.print(esc(text)))
 
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        fail(f"--timezone {name!r}: unknown time zone; give an IANA name such as Europe/Paris, UTC or `local`")
+
+def make_filters(con, dataset: str, *slice_args):
+    """The `Filters` of the filter options (`replay.experiments.slices.make_filters`; one `error:`
+    line on a bad value)."""
+    from replay.experiments import slices
+
+    return sliced(slices.make_filters, con, dataset, *slice_args)
 
 
 def local_zone():
-    """This machine's time zone as ccusage counts days in it: the IANA zone of $TZ or of
-    /etc/localtime (so that a day across a daylight-saving change keeps its own offset), else the
-    current fixed offset; UTC when the zone is UTC."""
-    import os
-    from datetime import datetime, timezone
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+    """This machine's time zone (`replay.experiments.slices.local_zone`)."""
+    from replay.experiments.slices import local_zone as zone
 
-    names = []
-    tz = os.environ.get("TZ")
-    if tz:
-        names.append(tz.lstrip(":"))
-    try:
-        link = os.readlink("/etc/localtime")
-        if "zoneinfo/" in link:
-            names.append(link.split("zoneinfo/", 1)[1])
-    except OSError:
-        pass
-    for n in names:
-        if n.upper() in ("UTC", "UTC0", "ETC/UTC", "GMT", "ETC/GMT", "UCT", "ZULU"):
-            return timezone.utc
-        try:
-            return ZoneInfo(n)
-        except (ZoneInfoNotFoundError, ValueError, OSError):
-            continue
-    here = datetime.now().astimezone().tzinfo
-    return timezone.utc if here is not None and here.utcoffset(None) == timezone.utc.utcoffset(None) else here
-
-
-def _project_pseudonyms(con, dataset: str, paths: tuple[str, ...], key_file: Path | None) -> dict[str, str]:
-    """pseudonym -> what the user typed, for each --project (raw paths pseudonymized with the key)."""
-    import os
-
-    found: dict[str, str] = {}
-    raw = [p for p in paths if not PSEUDONYM.match(p)]
-    for p in paths:
-        if PSEUDONYM.match(p):
-            found["/" + p.strip("/")] = p
-    if raw:
-        from replay.ingest.keys import KeyFileError, Keyring, default_key_path, load_or_create_master_key
-
-        path = Path(key_file).expanduser() if key_file else default_key_path()
-        with fail_on(KeyFileError, OSError):
-            master = load_or_create_master_key(path, create=False, named_by="--key-file" if key_file else
-                                               "$CTXREPLAY_KEY_FILE or the default key path")
-        keys = Keyring.for_dataset(master, dataset)
-        known = con.execute("SELECT key_fingerprint FROM datasets WHERE name = ?", [dataset]).fetchone()
-        if known and known[0] != keys.fingerprint:
-            fail(f"the key in {path} is not the key dataset {dataset!r} was ingested with, so --project "
-                 f"{raw[0]!r} cannot be matched; pass that key with --key-file, or give the project's pseudonym "
-                 "(`ctxreplay usage --by project`)")
-        for p in raw:
-            full = os.path.abspath(os.path.expanduser(p))
-            found[keys.path(full)] = p
-    return found
-
-
-def make_filters(con, dataset: str, since, until, projects, models, agents, tz_name, key_file):
-    """The `Filters` of the filter options (one `error:` line on a bad value)."""
-    from analysis.usage import NO_PROJECT_MESSAGE, Filters, has_project_column
-
-    tz = _timezone(tz_name)
-    s = _day("--since", since, tz) if since else None
-    u = _day("--until", until, tz) if until else None
-    if s and u and s > u:
-        fail(f"--since {since} ({s}) is after --until {until} ({u})")
-    if projects and not has_project_column(con, dataset):
-        fail(NO_PROJECT_MESSAGE)
-    if projects:
-        missing = con.execute("SELECT count(*) FROM sessions WHERE dataset = ? AND project IS NULL",
-                              [dataset]).fetchone()[0]
-        if missing:
-            err.print(f"note: {missing:,} session(s) of {esc(dataset)} record no project (ingested before ctxreplay "
-                      "recorded projects, or from logs without a working directory) and are left out by --project; "
-                      "re-ingest them into a new database to include them")
-    names = _project_pseudonyms(con, dataset, projects, key_file) if projects else {}
-    return Filters(since=s, until=u, projects=tuple(names), models=tuple(models), agents=tuple(agents),
-                   tz=tz, project_names=names)
-
-
-def _day(flag: str, text: str, tz):
-    from replay.cli.dates import resolve_day
-
-    try:
-        return resolve_day(text, tz)
-    except ValueError as e:
-        fail(f"{flag}: {e}")
-
-
-def make_slice(con, dataset: str, since, until, projects, models, agents, tz_name, key_file) -> dict | None:
-    """The dataset slice the slice options select, as a run stores it in its configuration
-    (None: the whole dataset); see `replay.experiments.runs.slice_session_keys`."""
-    return slice_of(make_filters(con, dataset, since, until, projects, models, agents, tz_name, key_file))
-
-
-def slice_of(f) -> dict | None:
-    """`Filters` as a stored slice: ISO days, the time zone (an IANA name or a fixed offset
-    `+HH:MM`, only with a date bound), sorted project pseudonyms (never a raw path), models and agents."""
-    if not f.active():
-        return None
-    out: dict = {}
-    if f.since:
-        out["since"] = f.since.isoformat()
-    if f.until:
-        out["until"] = f.until.isoformat()
-    if f.since or f.until:
-        out["timezone"] = _zone_text(f.tz)
-    for name in ("projects", "models", "agents"):
-        v = sorted(set(getattr(f, name)))
-        if v:
-            out[name] = v
-    return out
-
-
-def _zone_text(tz) -> str:
-    from datetime import datetime, timezone
-
-    if tz == timezone.utc:
-        return "UTC"
-    key = getattr(tz, "key", None)
-    if key:
-        return key
-    off = tz.utcoffset(datetime.now())
-    minutes = int(off.total_seconds() // 60)
-    return f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-
-
-def slice_text(slc: dict | None) -> str:
-    """A stored slice as options (`--since 2026-01-05 --agent codex`); '' for the whole dataset."""
-    import shlex
-
-    if not slc:
-        return ""
-    parts = []
-    for key, flag in (("since", "--since"), ("until", "--until")):
-        if slc.get(key):
-            parts += [flag, slc[key]]
-    for key, flag in (("projects", "--project"), ("models", "--model"), ("agents", "--agent")):
-        for v in slc.get(key) or ():
-            parts += [flag, v]
-    if slc.get("timezone", "UTC") != "UTC":
-        parts += ["--timezone", slc["timezone"]]
-    return " ".join(shlex.quote(p) for p in parts)
+    return zone()
 
 
 def price_table(prices_file: Path | None, price_date: str | None):
@@ -277,7 +142,7 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
     filters = make_filters(con, dataset, since, until, projects, models, agents, tz_name, key_file)
     res = recorded_usage(con, dataset, by, filters, prices)
     if not res["rows"]:  # an empty answer says what the logs do cover, and how to ask for it
-        from replay.experiments.runs import coverage_text
+        from replay.experiments.slices import coverage_text
 
         res["coverage"] = coverage_text(con, dataset)
     if as_json:

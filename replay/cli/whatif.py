@@ -63,9 +63,8 @@ def whatif(db, dataset, scenarios, jobs, list_only, prices_file, price_date, sin
     TTL/keep-alive schedule per stream chosen with hindsight. A saving whose interval contains
     0, or that is smaller than the model-only error on the sessions it changes, is not
     distinguishable. Rules and sources: docs/replay-model.md, "Cache what-ifs"."""
-    from replay import store
     from replay.engine import ReplayOptions
-    from replay.experiments import runs
+    from replay.experiments import slices
     from replay.experiments.whatif import SCENARIOS, UnknownScenario, pick
     from analysis.whatif import whatif as run_whatif
     from replay.model.cache import CacheConfig
@@ -76,23 +75,19 @@ def whatif(db, dataset, scenarios, jobs, list_only, prices_file, price_date, sin
     if list_only:
         _list(names, SCENARIOS, as_json)
         return
-    from replay.cli.usage import make_slice, price_table
+    from replay.cli.usage import price_table, sliced
 
     prices = price_table(prices_file, price_date)
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
-    slc = make_slice(con, dataset, since, until, projects, models, agents, tz_name, key_file)
-    with fail_on(store.StoreError):
-        ds = runs.load(con, dataset, slc)
+    # the slice and its sessions' arrays in one step below the commands (experiments)
+    slc, ds = sliced(slices.load_slice, con, dataset, since, until, projects, models, agents, tz_name, key_file)
     progress = count_progress("whatif", "{task.completed}/{task.total}", disable=as_json)
     with fail_on(PriceError, ValueError), progress:
         task = progress.add_task("", total=len(ds.sessions))
+        # with each lever as the client setting that applies it, printed first (`ctxreplay advise`: the table)
         got = run_whatif(ds, ReplayOptions(CacheConfig(), prices), names, on_step=lambda s: progress.advance(task),
-                         jobs=jobs)
-    from analysis.advice import advise as build_advice
-
-    # each lever as the client setting that applies it, first (the whole table: `ctxreplay advise`)
-    got["advice"] = build_advice(con, dataset, ds, got, None, keys=[s.session_key for s in ds.sessions] if slc else None)
+                         jobs=jobs, advise_on=(con, dataset, [s.session_key for s in ds.sessions] if slc else None))
     got = {"dataset": dataset, "slice": slc, **got}
     if as_json:
         echo_json(got, default=None)

@@ -14,42 +14,17 @@ pricing is the step of `replay.engine.pricing`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from replay.engine.memo import price_memoized
-from replay.engine.pricing import REQUEST_FIGURES, price_requests
+from replay.engine.options import REQUEST_FIGURES, SESSION_FIGURES, ReplayOptions, SessionResult
+from replay.engine.pricing import price_requests
 from replay.engine.side import price_side_requests
 from replay.engine.tables import price_keys
 from replay.engine.walkers import Walker, walk_blocks, walk_fast
 from replay.model.arrays import Dataset, Session, Stream, Vocab
-from replay.model.cache import CacheConfig
-from replay.model.costs import PriceTable
-from replay.model.whatif import WhatIf
-from replay.policies.base import METRICS, Context, Policy
+from replay.policies.base import Context, Policy
 
-SESSION_FIGURES = (
-    "requests", "input_total", "uncached", "cache_read", "cache_write_5m", "cache_write_1h", "output", "cost",
-    "busts", "bust_tokens", "tokens_delivered", "context_tokens",
-) + METRICS
-
-
-@dataclass
-class SessionResult:
-    session_key: str
-    figures: dict[str, float]
-    # per-request detail: stream_id, req_idx and REQUEST_FIGURES as parallel lists
-    detail: dict[str, list] | None = None
-
-
-@dataclass
-class ReplayOptions:
-    cache: CacheConfig = field(default_factory=CacheConfig)
-    prices: PriceTable = field(default_factory=PriceTable)
-    detail: bool = False
-    # a cache what-if (another provider's rules, the client's TTL choices, keep-alive pings);
-    # None: the log's world
-    whatif: WhatIf | None = None
-
+__all__ = ["REQUEST_FIGURES", "SESSION_FIGURES", "FAST_PATH", "MEMO", "ReplayOptions", "SessionResult",
+           "observed_writes", "replay_dataset", "replay_session", "replay_stream", "walker_for"]
 
 # The prefix-sum walker for policies that never rewrite history; tests switch it off to check
 # that both walkers give the same figures.

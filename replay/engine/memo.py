@@ -22,16 +22,13 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
+from replay.engine.options import ReplayOptions
 from replay.engine.pricing import add_figures, price_requests
 from replay.engine.tables import _overheads, price_keys
 from replay.engine.walkers import fast_requests, walk_fast_events
 from replay.model.arrays import Session, Stream, Vocab
 from replay.policies.base import Context, Policy
-
-if TYPE_CHECKING:
-    from replay.engine.loop import ReplayOptions
 
 # distinct changes kept per stream: a bound on memory (past it, a new change is priced and
 # not kept); a parallel sweep forgets a chunk's streams once every point has replayed them

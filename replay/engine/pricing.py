@@ -15,10 +15,10 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from itertools import islice, repeat
-from typing import TYPE_CHECKING
 
 from replay.engine.calibration import send_times
 from replay.engine.keepalive import Pinger
+from replay.engine.options import REQUEST_FIGURES, ReplayOptions, Request
 from replay.engine.prompt import (  # noqa: F401  (uncached_tail, in_policy_world: this module's API before)
     _evict, _frame_check, _observed_write, _prefix, in_policy_world, uncached_tail,
 )
@@ -31,23 +31,11 @@ from replay.model.cache import SYS, TTL_MS, StreamCache, _neg_tokens
 from replay.model.whatif import WhatIf, first_idle_ttls
 from replay.policies.base import Context, Policy
 
-if TYPE_CHECKING:
-    from replay.engine.loop import ReplayOptions
-
 KEPT_MS = 1 << 50  # an entry that never expires within a replay
 
 # The cache's common request taken in the step's loop (`StreamCache.request` inline); tests switch
 # it off to check that both give the same figures.
 INLINE = True
-
-REQUEST_FIGURES = ("input_total", "uncached", "cache_read", "cache_write_5m", "cache_write_1h", "output", "cost",
-                   "bust_tokens")
-
-# What a walker yields per request: (k, running, changed_from, removed): request k's context
-# (the blocks of the current partition before it) is `running` tokens; `changed_from` is the
-# first block a retroactive policy changed since the previous request (None: none) and
-# `removed` the tokens that change removed.
-Request = tuple[int, float, int | None, float]
 
 
 def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions, ctx: Context,

@@ -13,16 +13,12 @@ They are not rows of the per-request detail.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from replay.engine.options import ReplayOptions
 from replay.model.arrays import Vocab
 from replay.policies.summary import SIDE_FIGURES
 
-if TYPE_CHECKING:
-    from replay.engine.loop import ReplayOptions
 
-
-def price_side_requests(side: list[tuple[int, float, float, float]], vocab: Vocab, opts: "ReplayOptions",
+def price_side_requests(side: list[tuple[int, float, float, float]], vocab: Vocab, opts: ReplayOptions,
                         figs: dict[str, float]) -> None:
     """Add the side requests' tokens and dollars to ``figs`` (a session's figures)."""
     for f in SIDE_FIGURES:

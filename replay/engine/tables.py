@@ -8,15 +8,11 @@ price table, on the stream); all are read-only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from replay.engine.options import ReplayOptions
 from replay.model.arrays import Stream, Vocab
 from replay.model.cache import OPENAI_MIN, OPENAI_RETENTION_MS, OPENAI_RETENTIONS, TTL_MS, CacheConfig, openai_grid
 from replay.model.costs import PriceTable, provider_of
 from replay.policies.base import Context, Policy
-
-if TYPE_CHECKING:
-    from replay.engine.loop import ReplayOptions
 
 
 def stream_ttls(st: Stream, cfg: CacheConfig, floats: bool = False) -> list:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Protocol
 
 from replay.engine.calibration import base_csum
-from replay.engine.pricing import Request
+from replay.engine.options import Request
 from replay.model.arrays import Stream
 from replay.policies.base import Context, Policy
 

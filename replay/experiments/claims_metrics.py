@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from replay.experiments.claims_own import devboy_own_metric
 from replay.model.arrays import K_TOOL_RESULT, TOOL_KIND_CODE, Dataset
 
 ORDER = ("cost", "context_tokens", "tokens_delivered")
@@ -74,10 +75,8 @@ def per_session(ds: Dataset) -> list[Dataset]:
 
 
 def devboy_l0(iv, ds: Dataset) -> dict[str, Any]:
-    """devboy's L0 accounting (`claims.devboy_own_metric`): tokens saved, percent of the
+    """devboy's L0 accounting (`claims_own.devboy_own_metric`): tokens saved, percent of the
     tool-result tokens it counts."""
-    from replay.experiments.claims import devboy_own_metric
-
     ms = [devboy_own_metric(d) for d in per_session(ds)]
     return {**ratio(iv, [m["saved_tokens"] for m in ms], [m["base_tokens"] for m in ms]),
             "unit": "% of tool-result tokens (chars/4), devboy's L0 accounting"}
@@ -86,8 +85,6 @@ def devboy_l0(iv, ds: Dataset) -> dict[str, Any]:
 def devboy_recent(iv, ds: Dataset, capacity: int = 3) -> dict[str, Any]:
     """The share of the saving an unbounded cache finds that a cache of the last ``capacity``
     results already finds (devboy's accounting: FIFO per session log)."""
-    from replay.experiments.claims import devboy_own_metric
-
     ms = [devboy_own_metric(d, capacity=capacity) for d in per_session(ds)]
     return {**ratio(iv, [m["saved_tokens"] for m in ms], [m["ceiling_saved_tokens"] for m in ms]),
             "unit": f"% of the unbounded cache's saving found by the last {capacity} results"}
@@ -117,7 +114,7 @@ def median(iv, groups: list[list[float]], scale: float = 1.0) -> dict[str, Any]:
 
 def tokens_per_lines(iv, ds: Dataset, lines: int = 500) -> dict[str, Any]:
     """o200k tokens of ``lines`` lines of a file read: ``lines`` x the median tokens per line of
-    the ranged reads (``line_start``/``line_end`` known, not errors; `claims.jp_redundant_reads`)."""
+    the ranged reads (``line_start``/``line_end`` known, not errors; `claims_own.jp_redundant_reads`)."""
     read = TOOL_KIND_CODE["read"]
     groups = []
     for s in ds.sessions:

@@ -75,7 +75,7 @@ REGISTER: tuple[Claim, ...] = (
           "events, each result counted once, chars/4 tokens, no cache pricing", "at_least", "devboy_l0",
           (33.0, 35.01), "devboy_lru", {"eviction": "fifo", "verbosity": "verbose"},
           note="own metric: devboy's simulator accounting (FIFO of 5 per session log, >= 200 chars, 15-token "
-               "hints; replay/experiments/claims.py); cost: devboy_lru at the simulator's setting"),
+               "hints; replay/experiments/claims_own.py); cost: devboy_lru at the simulator's setting"),
     Claim("devboy_recent_3", "devboy",
           "95% of real-world savings concentrate in the most recent 3 responses (why the LRU holds 5)",
           "docs.rs devboy_format_pipeline::dedup module docs (seed 003)", "devboy's Claude Code corpus",

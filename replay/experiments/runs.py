@@ -22,9 +22,13 @@ import pyarrow as pa
 
 from replay import __version__
 from replay import store
-from replay.model.arrays import Dataset, load_dataset
+from replay.model.arrays import Dataset
 from replay.engine import REQUEST_FIGURES, SESSION_FIGURES, ReplayOptions, SessionResult, replay_session
 from replay.policies import Policy
+# what a run runs on lives in `slices`; these names stay importable from here
+from replay.experiments.slices import (  # noqa: F401
+    SLICE_KEYS, coverage, coverage_text, load, slice_session_keys
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -154,105 +158,3 @@ def list_runs(con, dataset: str | None = None) -> list[dict[str, Any]]:
         d["params"] = json.loads(d["params"])
         out.append(d)
     return out
-
-
-def load(con, dataset: str, slice: dict[str, Any] | None = None) -> Dataset:
-    """The dataset's arrays: all its sessions, or those of ``slice`` (``slice_session_keys``)."""
-    if dataset not in store.dataset_names(con):
-        known = ", ".join(store.dataset_names(con)) or "none (run `ctxreplay ingest` first)"
-        raise store.StoreError(f"no dataset {dataset!r}; known: {known}")
-    if not slice:
-        return load_dataset(con, dataset)
-    return load_dataset(con, dataset, session_keys=slice_session_keys(con, dataset, slice))
-
-
-SLICE_KEYS = ("since", "until", "timezone", "projects", "models", "agents")
-
-
-def _zone(name: str):
-    import re
-    from datetime import timedelta, timezone
-
-    if name.upper() == "UTC":
-        return timezone.utc
-    m = re.fullmatch(r"([+-])(\d\d):(\d\d)", name)
-    if m:
-        off = timedelta(hours=int(m[2]), minutes=int(m[3]))
-        return timezone(-off if m[1] == "-" else off)
-    from zoneinfo import ZoneInfo
-
-    return ZoneInfo(name)
-
-
-def slice_session_keys(con, dataset: str, slice: dict[str, Any]) -> list[str]:
-    """The sessions of a dataset slice, sorted. A session is in the slice when its agent is one
-    of ``agents`` (if given), its project is one of ``projects`` or a folder below one (if
-    given), and it has at least one recorded request (any row of ``requests``, a resume's
-    copies included) that is both of one of ``models`` (if given) and timestamped on a day in
-    [``since``, ``until``] (inclusive, days in ``timezone``, UTC by default; with a date bound,
-    requests without a timestamp do not count). Every request of a session in the slice is
-    replayed, not only the matching ones. Raises ``StoreError`` when no session matches."""
-    from datetime import date, datetime, timezone
-
-    unknown = set(slice) - set(SLICE_KEYS)
-    if unknown:
-        raise store.StoreError(f"unknown slice key(s) {', '.join(sorted(unknown))}")
-    since = date.fromisoformat(slice["since"]) if slice.get("since") else None
-    until = date.fromisoformat(slice["until"]) if slice.get("until") else None
-    tz = _zone(slice.get("timezone") or "UTC")
-    models, agents = set(slice.get("models") or ()), set(slice.get("agents") or ())
-    projects = tuple(slice.get("projects") or ())
-    has_project = store.records_projects(con)
-    if projects and not store.records_projects(con, dataset):
-        raise store.StoreError("this database records no project for its sessions, so it cannot be sliced by "
-                               "project")
-    rows = con.execute(
-        f"""SELECT s.session_key, s.agent, {'s.project' if has_project else 'NULL'}, r.ts, coalesce(r.model, '')
-            FROM sessions s JOIN requests r USING (session_key) WHERE s.dataset = ?""", [dataset]).fetchall()
-    keys: set[str] = set()
-    for key, agent, project, ts, model in rows:
-        if key in keys or (agents and agent not in agents) or (models and model not in models):
-            continue
-        if projects and not (project and any(project == p or project.startswith(p.rstrip("/") + "/")
-                                             for p in projects)):
-            continue
-        if since or until:
-            if ts is None or ts < 0:
-                continue
-            try:
-                utc = datetime.fromtimestamp(ts / 1000, tz=timezone.utc)
-            except (OverflowError, ValueError, OSError):
-                continue  # no date: outside every date range
-            try:
-                day = utc.astimezone(tz).date()
-            except (OverflowError, ValueError):  # a local date past year 9999: its UTC date
-                day = utc.date()
-            if (since and day < since) or (until and day > until):
-                continue
-        keys.add(key)
-    if not keys:
-        asked = ", ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in sorted(slice.items())
-                          if v and k != "timezone")
-        raise store.StoreError(f"no session of dataset {dataset!r} matches {asked or 'this slice'}; "
-                               + coverage_text(con, dataset))
-    return sorted(keys)
-
-
-def coverage(con, dataset: str) -> tuple[str, str] | None:
-    """(first, last) day (UTC) the dataset's sessions cover, or None when it has no dated session."""
-    from datetime import datetime, timezone
-
-    lo, hi = con.execute("SELECT min(started_at), max(coalesce(ended_at, started_at)) FROM sessions "
-                         "WHERE dataset = ?", [dataset]).fetchone()
-    if lo is None or hi is None:
-        return None
-    day = lambda ms: datetime.fromtimestamp(ms / 1000, tz=timezone.utc).date().isoformat()  # noqa: E731
-    return day(lo), day(hi)
-
-
-def coverage_text(con, dataset: str) -> str:
-    """What the logs cover and how to ask for it, for a filter that matched nothing."""
-    got = coverage(con, dataset)
-    if got is None:
-        return "its sessions carry no dates"
-    return f"the logs span {got[0]} to {got[1]} (UTC): ask for those days, e.g. --since {got[0]}"

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from replay.ingest.identifiers import split_extension
+from replay.ingest.extensions import split_extension
 
 KEY_ENV = "CTXREPLAY_KEY_FILE"
 
@@ -253,7 +253,7 @@ class Keyring:
         Relative paths are resolved against ``cwd`` first so the same file read by absolute
         and relative path gets one pseudonym. A component is pseudonymized whole; only an
         extension of the known-extension vocabulary is kept, lower-cased, for per-language
-        breakdowns (`replay.ingest.identifiers.split_extension`): the tail of a dotted user or
+        breakdowns (`replay.ingest.extensions.split_extension`): the tail of a dotted user or
         host name is no extension.
         """
         if not path:

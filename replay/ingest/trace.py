@@ -28,7 +28,7 @@ TOOL_KINDS = ("read", "mutate", "search", "list", "shell", "web", "other")
 # Stream kinds: the main conversation; Claude Code 1.0.x inline sidechains; a separate subagent
 # file; a Task subagent read from the ``progress`` records of the main file (Claude Code
 # 2.1.x). The last is its own kind because a source's accounting may not see it: devboy's
-# extractor reads top-level messages only (`replay.experiments.claims`).
+# extractor reads top-level messages only (`replay.experiments.claims_own`).
 STREAM_KINDS = ("main", "sidechain", "subagent", "progress_subagent")
 PROGRESS_SUBAGENT = "progress_subagent"
 

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.ingest.identifiers import kept_model, model_pseudonym
+from replay.model.rate_limits import MAX_RATE  # also imported from here by `replay.cli.usage`
 
 DEFAULT_PRICE_DATE = "2026-11-01"
 RATE_FIELDS = ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output")
@@ -205,12 +206,6 @@ def _price_day(value: Any, source: str | None) -> date:
     except (TypeError, ValueError) as e:
         where = f"{source}: price_date" if source else "--price-date"
         raise PriceError(f"{where} {value!r} is not a date (YYYY-MM-DD: {e})") from None
-
-
-# The highest rate a price file may give, $ per million tokens ($1 a token; the dearest public model,
-# o1-pro, bills $600 of output): with usage counts below 2^40 (`replay.ingest.checks.MAX_COUNT`)
-# no request costs more than about $6e12, and no sum of them overflows to infinity.
-MAX_RATE = 1e6
 
 
 def _check_rates(path: Path, where: str, rates: dict) -> None:

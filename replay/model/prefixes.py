@@ -15,7 +15,7 @@ from replay.model.costs import price_key
 from replay.store.db import has_column
 
 if TYPE_CHECKING:
-    from replay.model.arrays import Stream
+    from replay.model.stream import Stream
 
 
 def shared_system_prefixes(con, dataset: str) -> dict[tuple[str, str, bool], float]:

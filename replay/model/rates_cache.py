@@ -11,9 +11,9 @@ file) are never kept: they are read from the file each time. ``CTXREPLAY_RATES_C
 turns the cache off.
 
 A cache that cannot be read (missing, damaged, another format) is a miss, and so is an entry
-whose rates are not numbers from 0 to ``costs.MAX_RATE`` (an edited file cannot price a request
-at infinity); one that cannot be written is left alone: the rates are the same either way, only
-slower. With no home folder ($HOME unset, no passwd entry) and no absolute $XDG_CACHE_HOME or
+whose rates are not numbers from 0 to ``rate_limits.MAX_RATE`` (an edited file cannot price a
+request at infinity); one that cannot be written is left alone: the rates are the same either
+way, only slower. With no home folder ($HOME unset, no passwd entry) and no absolute $XDG_CACHE_HOME or
 $CTXREPLAY_CACHE_DIR there is no cache (never a ``~`` folder in the working directory).
 """
 
@@ -27,7 +27,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from replay.model.rate_limits import MAX_RATE
+
 FILE = "rates.json"
+_COSTS_SOURCE = Path(__file__).with_name("costs.py")  # the pricing code whose results are kept
 _FORMAT = 1
 _memo: tuple[Path, dict[str, Any]] | None = None  # the cache file read, and what it held
 
@@ -49,10 +52,10 @@ def cache_file() -> Path | None:
 
 
 def _code_hash() -> str:
-    """The pricing code's own hash: a change to how rates are derived is a new cache key."""
-    from replay.model import costs
-
-    return hashlib.blake2b(Path(costs.__file__).read_bytes(), digest_size=8).hexdigest()
+    """The pricing code's own hash: a change to how rates are derived is a new cache key. The
+    source of `replay.model.costs` is read as bytes beside this file, never imported: the price
+    table imports this cache, not the other way round."""
+    return hashlib.blake2b(_COSTS_SOURCE.read_bytes(), digest_size=8).hexdigest()
 
 
 def key(library: str, model_key: str, price_date: str) -> str:
@@ -81,8 +84,6 @@ def get(k: str) -> dict[str, Any] | None:
 
 def _sane(fields: dict[str, Any]) -> bool:
     """Whether a cached entry's rates are numbers from 0 to ``MAX_RATE`` (None for an absent tier)."""
-    from replay.model.costs import MAX_RATE
-
     for name, v in fields.items():
         if name in ("model", "source", "min_cacheable", "tier_threshold"):
             continue

@@ -25,7 +25,7 @@ from replay.ingest.readers.source import BOM
 from replay.privacy.gemini_chat import ChatWalker, is_chat
 
 if TYPE_CHECKING:
-    from replay.privacy.anonymize import AnonymizeSummary
+    from replay.privacy.summary import AnonymizeSummary
     from replay.privacy.records import Anonymizer
 
 PARTIAL_SUFFIX = ".partial"  # an output being written: ``.<name>.<pid>.partial`` beside the final name

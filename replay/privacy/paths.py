@@ -22,7 +22,7 @@ from replay.privacy.pseudonyms import Pseudonyms
 from replay.privacy.vocabulary import is_offensive
 
 if TYPE_CHECKING:
-    from replay.privacy.anonymize import AnonymizeSummary
+    from replay.privacy.summary import AnonymizeSummary
 
 PATH_STYLES = ("pseudonym", "words")
 _SEP_RX = re.compile(r"([/\\])")

@@ -20,7 +20,7 @@ from replay.privacy.scrub import scrub
 if TYPE_CHECKING:
     import re2
 
-    from replay.privacy.anonymize import AnonymizeSummary
+    from replay.privacy.summary import AnonymizeSummary
 
 UUID_RX = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 ISO_RX = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:?\d\d)?$")

@@ -34,7 +34,7 @@ from replay.privacy.vocabulary import deny_pattern
 _WORDY = re.compile(r"[^\W_]")  # a letter or digit, in any script
 
 if TYPE_CHECKING:
-    from replay.privacy.anonymize import AnonymizeSummary
+    from replay.privacy.summary import AnonymizeSummary
 
 
 def _tool_result_text(content: Any) -> str:

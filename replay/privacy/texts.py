@@ -22,7 +22,7 @@ from replay.privacy.pseudonyms import Pseudonyms
 from replay.privacy.scrub import scrub
 
 if TYPE_CHECKING:
-    from replay.privacy.anonymize import AnonymizeSummary
+    from replay.privacy.summary import AnonymizeSummary
 
 
 class Text:

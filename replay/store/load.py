@@ -202,7 +202,8 @@ _BATCH = int(os.environ.get("CTXREPLAY_INGEST_BATCH_BLOCKS", "0") or 0)
 
 
 class _Run:
-    """One ingest: reads units, writes whole files in bounded batches, stores a session once."""
+    """One ingest: reads units, writes whole files in bounded batches, stores a session once (the
+    `replay.store.load_parallel.Writer` the parallel reader drives)."""
 
     def __init__(self, con, keys: Keyring, dataset: str, summary: IngestSummary, batch_blocks: int):
         self.con, self.keys, self.dataset, self.summary = con, keys, dataset, summary

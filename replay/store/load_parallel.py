@@ -1,7 +1,7 @@
 """`ingest --jobs N`: worker processes hash, parse and token-count log files; one process writes.
 
-The writer (`replay.store.load._Run`) takes the workers' results in file order, a bounded
-window ahead, and checks, batches and writes them exactly as a one-process ingest does, so
+The writer (a `Writer`: `replay.store.load._Run`) takes the workers' results in file order, a
+bounded window ahead, and checks, batches and writes them exactly as a one-process ingest does, so
 the database and the summary are the same. A worker skips parsing a file that is unchanged
 or whose content was stored when the ingest began (the writer skips it too: what is stored
 only grows). Workers ignore Ctrl-C (the writer handles it); if one dies, its file and the
@@ -32,16 +32,45 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from replay.ingest import tokens
 from replay.ingest.keys import Keyring
 from replay.store import statsig
-from replay.store.load import Parsed, Unit, complete, hash_unit, parse_unit
+from replay.store.db import PendingFile
+from replay.store.discovery import Unit
+from replay.store.readunit import Parsed, complete, hash_unit, parse_unit
 
-if TYPE_CHECKING:
-    from replay import store
-    from replay.store.load import _Run
+
+class Writer(Protocol):
+    """What the parallel reader asks of the one process that writes (`replay.store.load._Run`,
+    which imports this module; this module imports none of it): the checks and the batching of
+    a one-process ingest, called in file order."""
+
+    keys: Keyring
+    dataset: str
+    known: set[str]  # content hashes stored when the ingest began
+    status: dict[str, tuple[int, str]]  # file key -> its latest stored version and content hash
+    pending: list[PendingFile]
+
+    def file_key(self, unit: Unit) -> str: ...
+
+    def same_stat(self, file_key: str, sig: str | None) -> bool: ...
+
+    def check(self, file_key: str, content_hash: str, size: int, sig: str | None = None) -> int | None: ...
+
+    def finish(self, unit: Unit, file_key: str, latest: int, content_hash: str, size: int,
+               parsed: Parsed, sig: str | None = None) -> PendingFile | None: ...
+
+    def read(self, unit: Unit) -> PendingFile | None: ...
+
+    def take(self, unit: Unit, file_key: str, sig: str | None, content_hash: str | None, size: int,
+             parsed: Parsed) -> PendingFile | None: ...
+
+    def add(self, p: PendingFile) -> None: ...
+
+    def flush(self) -> None: ...
+
 
 _W: dict = {}  # a worker's keyring, dataset and the content hashes stored when the ingest started
 
@@ -174,7 +203,7 @@ class EarlyReader:
         finally:
             child.close()
 
-    def take(self, run: _Run, unit: Unit) -> store.PendingFile | None:
+    def take(self, run: Writer, unit: Unit) -> PendingFile | None:
         """The next unit of its share, as `_Run.read` would have read it."""
         k, self.taken = self.taken, self.taken + 1
         while len(self.got) <= k:
@@ -338,7 +367,7 @@ def full(files: int, size: int, jobs: int) -> bool:
     return files >= 2 * jobs and (files >= WINDOW_FILES * jobs or size >= WINDOW_BYTES * jobs)
 
 
-def read_in_parallel(run: _Run, units: list[Unit], workers: Workers,
+def read_in_parallel(run: Writer, units: list[Unit], workers: Workers,
                      on_progress: Callable[[int, str], None] | None, early: EarlyReader | None = None) -> None:
     """`ingest`'s loop with reading in the worker processes, results taken in unit order (a bounded
     window ahead); the first units from the ``early`` reader, when there is one."""

@@ -1,0 +1,347 @@
+"""Slices: what a replay (or a usage count) runs on — a dataset, days, projects, models, agents
+and the time zone the days are in — built once here for every command.
+
+The slice options' values (``--since`` ... ``--key-file``, parsed by `replay.cli`) become a
+`Filters` (`make_filters`; `ctxreplay usage` and `sessions` count the responses it selects) or,
+stored, a slice (`make_slice`: a plain dict kept in a run's configuration), whose sessions
+`slice_session_keys` finds and `load` loads. A value this cannot use raises `SliceError` (a
+`StoreError` and a `ValueError`) with the one line to print; a key file that cannot be read
+raises `KeyFileError` or `OSError`. Nothing here prints: `note` receives what is worth saying.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone, tzinfo
+from pathlib import Path
+from typing import Any
+
+from replay import store
+from replay.model.arrays import Dataset, load_dataset
+
+PSEUDONYM = re.compile(r"^/?[0-9a-f]{10}(\.[a-z0-9]{1,6})?(/[0-9a-f]{10}(\.[a-z0-9]{1,6})?)*/?$")
+RELATIVE = re.compile(r"^(\d{1,5})\s*([dw])$")
+FORMS = ("YYYY-MM-DD, YYYYMMDD, Nd or Nw (N days or weeks before today), today or yesterday")
+SLICE_KEYS = ("since", "until", "timezone", "projects", "models", "agents")
+NO_PROJECT_MESSAGE = ("this database records no project for its sessions: their trace keeps no working directory "
+                      "(sessions ingested before ctxreplay recorded projects, or logs that keep none), so usage "
+                      "cannot be grouped or filtered by project; re-ingest the logs into a new database, or group "
+                      "by session, model, agent or date instead")
+
+
+class SliceError(store.StoreError, ValueError):
+    """A slice option this dataset cannot be sliced by; the message is the line to print."""
+
+
+@dataclass
+class Filters:
+    """Which recorded responses count. Dates are inclusive days in ``tz``; empty tuples mean all."""
+
+    since: date | None = None
+    until: date | None = None
+    projects: tuple[str, ...] = ()  # project pseudonyms (a session matches one or a folder under one)
+    models: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    tz: tzinfo = timezone.utc
+    project_names: dict[str, str] = field(default_factory=dict)  # pseudonym -> raw path given on this machine
+
+    def active(self) -> bool:
+        return bool(self.since or self.until or self.projects or self.models or self.agents)
+
+    def describe(self) -> dict[str, Any]:
+        return {"since": self.since.isoformat() if self.since else None,
+                "until": self.until.isoformat() if self.until else None,
+                "projects": [self.project_names.get(p, p) for p in self.projects], "models": list(self.models),
+                "agents": list(self.agents), "timezone": tz_name(self.tz)}
+
+
+def tz_name(tz: tzinfo) -> str:
+    return getattr(tz, "key", None) or ("UTC" if tz == timezone.utc else str(tz))
+
+
+# --- the options' values ----------------------------------------------------------------------
+
+def resolve_day(text: str, tz: tzinfo, at: datetime | None = None) -> date:
+    """The calendar day ``text`` names, relative forms counted back from today in ``tz`` (today:
+    the day of ``at``, the current time by default).
+
+    ``Nd`` is the day N days before today (``0d`` is today), so ``--since 7d`` covers the
+    seven days before today and today itself, as `git log --since=7.days` reaches back.
+    Raises ValueError naming the accepted forms.
+    """
+    t = text.strip().lower()
+    today = (at or datetime.now(timezone.utc)).astimezone(tz).date()
+    if t == "today":
+        return today
+    if t == "yesterday":
+        return today - timedelta(days=1)
+    m = RELATIVE.match(t)
+    if m:
+        # at most 99999 weeks: about 1,900 years, so the day stays after year 1
+        return today - timedelta(days=int(m[1]) * (7 if m[2] == "w" else 1))
+    for fmt in ("%Y-%m-%d", "%Y%m%d"):
+        try:
+            return datetime.strptime(t, fmt).date()
+        except ValueError:
+            pass
+    raise ValueError(f"{text!r} is not a date; expected {FORMS}")
+
+
+def zone(name: str) -> tzinfo:
+    """The time zone of --timezone: UTC, `local` (`local_zone`) or an IANA name."""
+    if name.upper() == "UTC":
+        return timezone.utc
+    if name.lower() == "local":
+        return local_zone()
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise SliceError(f"--timezone {name!r}: unknown time zone; give an IANA name such as Europe/Paris, UTC or "
+                         "`local`") from None
+
+
+def local_zone():
+    """This machine's time zone as ccusage counts days in it: the IANA zone of $TZ or of
+    /etc/localtime (so that a day across a daylight-saving change keeps its own offset), else the
+    current fixed offset; UTC when the zone is UTC."""
+    import os
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    names = []
+    tz = os.environ.get("TZ")
+    if tz:
+        names.append(tz.lstrip(":"))
+    try:
+        link = os.readlink("/etc/localtime")
+        if "zoneinfo/" in link:
+            names.append(link.split("zoneinfo/", 1)[1])
+    except OSError:
+        pass
+    for n in names:
+        if n.upper() in ("UTC", "UTC0", "ETC/UTC", "GMT", "ETC/GMT", "UCT", "ZULU"):
+            return timezone.utc
+        try:
+            return ZoneInfo(n)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            continue
+    here = datetime.now().astimezone().tzinfo
+    return timezone.utc if here is not None and here.utcoffset(None) == timezone.utc.utcoffset(None) else here
+
+
+def project_pseudonyms(con, dataset: str, paths: tuple[str, ...], key_file: Path | None) -> dict[str, str]:
+    """pseudonym -> what the user typed, for each --project (raw paths pseudonymized with the key).
+    Raises `KeyFileError` or `OSError` when the key cannot be read, `SliceError` when it is not
+    the key the dataset was ingested with."""
+    import os
+
+    from replay.ingest.keys import Keyring, default_key_path, load_or_create_master_key
+
+    found: dict[str, str] = {}
+    raw = [p for p in paths if not PSEUDONYM.match(p)]
+    for p in paths:
+        if PSEUDONYM.match(p):
+            found["/" + p.strip("/")] = p
+    if raw:
+        path = Path(key_file).expanduser() if key_file else default_key_path()
+        master = load_or_create_master_key(path, create=False, named_by="--key-file" if key_file else
+                                           "$CTXREPLAY_KEY_FILE or the default key path")
+        keys = Keyring.for_dataset(master, dataset)
+        known = con.execute("SELECT key_fingerprint FROM datasets WHERE name = ?", [dataset]).fetchone()
+        if known and known[0] != keys.fingerprint:
+            raise SliceError(f"the key in {path} is not the key dataset {dataset!r} was ingested with, so --project "
+                             f"{raw[0]!r} cannot be matched; pass that key with --key-file, or give the project's "
+                             "pseudonym (`ctxreplay usage --by project`)")
+        for p in raw:
+            full = os.path.abspath(os.path.expanduser(p))
+            found[keys.path(full)] = p
+    return found
+
+
+def make_filters(con, dataset: str, since: str | None = None, until: str | None = None, projects=(), models=(),
+                 agents=(), tz_name: str = "UTC", key_file: Path | None = None, *, at: datetime | None = None,
+                 note: Callable[[str], None] | None = None) -> Filters:
+    """The `Filters` of the slice options' values (relative days counted back from ``at``, the
+    current time by default). ``note`` receives what the caller should say (sessions that
+    record no project, left out by --project)."""
+    tz = zone(tz_name)
+    s = _day("--since", since, tz, at) if since else None
+    u = _day("--until", until, tz, at) if until else None
+    if s and u and s > u:
+        raise SliceError(f"--since {since} ({s}) is after --until {until} ({u})")
+    if projects and not store.records_projects(con, dataset):
+        raise SliceError(NO_PROJECT_MESSAGE)
+    if projects and note is not None:
+        missing = con.execute("SELECT count(*) FROM sessions WHERE dataset = ? AND project IS NULL",
+                              [dataset]).fetchone()[0]
+        if missing:
+            note(f"note: {missing:,} session(s) of {dataset} record no project (ingested before ctxreplay "
+                 "recorded projects, or from logs without a working directory) and are left out by --project; "
+                 "re-ingest them into a new database to include them")
+    names = project_pseudonyms(con, dataset, tuple(projects), key_file) if projects else {}
+    return Filters(since=s, until=u, projects=tuple(names), models=tuple(models), agents=tuple(agents),
+                   tz=tz, project_names=names)
+
+
+def _day(flag: str, text: str, tz: tzinfo, at: datetime | None) -> date:
+    try:
+        return resolve_day(text, tz, at)
+    except ValueError as e:
+        raise SliceError(f"{flag}: {e}") from None
+
+
+def make_slice(con, dataset: str, *args, **kw) -> dict[str, Any] | None:
+    """The dataset slice the slice options select (`make_filters`' arguments), as a run stores
+    it in its configuration (None: the whole dataset); see `slice_session_keys`."""
+    return slice_of(make_filters(con, dataset, *args, **kw))
+
+
+def load_slice(con, dataset: str, *args, **kw) -> tuple[dict[str, Any] | None, Dataset]:
+    """(the slice of `make_slice`, the arrays of its sessions): what a replay runs on, in one step."""
+    slc = make_slice(con, dataset, *args, **kw)
+    return slc, load(con, dataset, slc)
+
+
+def slice_of(f: Filters) -> dict[str, Any] | None:
+    """`Filters` as a stored slice: ISO days, the time zone (an IANA name or a fixed offset
+    `+HH:MM`, only with a date bound), sorted project pseudonyms (never a raw path), models and agents."""
+    if not f.active():
+        return None
+    out: dict[str, Any] = {}
+    if f.since:
+        out["since"] = f.since.isoformat()
+    if f.until:
+        out["until"] = f.until.isoformat()
+    if f.since or f.until:
+        out["timezone"] = _zone_text(f.tz)
+    for name in ("projects", "models", "agents"):
+        v = sorted(set(getattr(f, name)))
+        if v:
+            out[name] = v
+    return out
+
+
+def _zone_text(tz: tzinfo) -> str:
+    if tz == timezone.utc:
+        return "UTC"
+    key = getattr(tz, "key", None)
+    if key:
+        return key
+    off = tz.utcoffset(datetime.now())
+    minutes = int(off.total_seconds() // 60)
+    return f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def slice_text(slc: dict[str, Any] | None) -> str:
+    """A stored slice as options (`--since 2026-01-05 --agent codex`); '' for the whole dataset."""
+    import shlex
+
+    if not slc:
+        return ""
+    parts = []
+    for key, flag in (("since", "--since"), ("until", "--until")):
+        if slc.get(key):
+            parts += [flag, slc[key]]
+    for key, flag in (("projects", "--project"), ("models", "--model"), ("agents", "--agent")):
+        for v in slc.get(key) or ():
+            parts += [flag, v]
+    if slc.get("timezone", "UTC") != "UTC":
+        parts += ["--timezone", slc["timezone"]]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+# --- a stored slice's sessions ----------------------------------------------------------------
+
+def load(con, dataset: str, slice: dict[str, Any] | None = None) -> Dataset:
+    """The dataset's arrays: all its sessions, or those of ``slice`` (``slice_session_keys``)."""
+    if dataset not in store.dataset_names(con):
+        known = ", ".join(store.dataset_names(con)) or "none (run `ctxreplay ingest` first)"
+        raise store.StoreError(f"no dataset {dataset!r}; known: {known}")
+    if not slice:
+        return load_dataset(con, dataset)
+    return load_dataset(con, dataset, session_keys=slice_session_keys(con, dataset, slice))
+
+
+def _stored_zone(name: str) -> tzinfo:
+    if name.upper() == "UTC":
+        return timezone.utc
+    m = re.fullmatch(r"([+-])(\d\d):(\d\d)", name)
+    if m:
+        off = timedelta(hours=int(m[2]), minutes=int(m[3]))
+        return timezone(-off if m[1] == "-" else off)
+    from zoneinfo import ZoneInfo
+
+    return ZoneInfo(name)
+
+
+def slice_session_keys(con, dataset: str, slice: dict[str, Any]) -> list[str]:
+    """The sessions of a dataset slice, sorted. A session is in the slice when its agent is one
+    of ``agents`` (if given), its project is one of ``projects`` or a folder below one (if
+    given), and it has at least one recorded request (any row of ``requests``, a resume's
+    copies included) that is both of one of ``models`` (if given) and timestamped on a day in
+    [``since``, ``until``] (inclusive, days in ``timezone``, UTC by default; with a date bound,
+    requests without a timestamp do not count). Every request of a session in the slice is
+    replayed, not only the matching ones. Raises ``StoreError`` when no session matches."""
+    unknown = set(slice) - set(SLICE_KEYS)
+    if unknown:
+        raise store.StoreError(f"unknown slice key(s) {', '.join(sorted(unknown))}")
+    since = date.fromisoformat(slice["since"]) if slice.get("since") else None
+    until = date.fromisoformat(slice["until"]) if slice.get("until") else None
+    tz = _stored_zone(slice.get("timezone") or "UTC")
+    models, agents = set(slice.get("models") or ()), set(slice.get("agents") or ())
+    projects = tuple(slice.get("projects") or ())
+    has_project = store.records_projects(con)
+    if projects and not store.records_projects(con, dataset):
+        raise store.StoreError("this database records no project for its sessions, so it cannot be sliced by "
+                               "project")
+    rows = con.execute(
+        f"""SELECT s.session_key, s.agent, {'s.project' if has_project else 'NULL'}, r.ts, coalesce(r.model, '')
+            FROM sessions s JOIN requests r USING (session_key) WHERE s.dataset = ?""", [dataset]).fetchall()
+    keys: set[str] = set()
+    for key, agent, project, ts, model in rows:
+        if key in keys or (agents and agent not in agents) or (models and model not in models):
+            continue
+        if projects and not (project and any(project == p or project.startswith(p.rstrip("/") + "/")
+                                             for p in projects)):
+            continue
+        if since or until:
+            if ts is None or ts < 0:
+                continue
+            try:
+                utc = datetime.fromtimestamp(ts / 1000, tz=timezone.utc)
+            except (OverflowError, ValueError, OSError):
+                continue  # no date: outside every date range
+            try:
+                day = utc.astimezone(tz).date()
+            except (OverflowError, ValueError):  # a local date past year 9999: its UTC date
+                day = utc.date()
+            if (since and day < since) or (until and day > until):
+                continue
+        keys.add(key)
+    if not keys:
+        asked = ", ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in sorted(slice.items())
+                          if v and k != "timezone")
+        raise store.StoreError(f"no session of dataset {dataset!r} matches {asked or 'this slice'}; "
+                               + coverage_text(con, dataset))
+    return sorted(keys)
+
+
+def coverage(con, dataset: str) -> tuple[str, str] | None:
+    """(first, last) day (UTC) the dataset's sessions cover, or None when it has no dated session."""
+    lo, hi = con.execute("SELECT min(started_at), max(coalesce(ended_at, started_at)) FROM sessions "
+                         "WHERE dataset = ?", [dataset]).fetchone()
+    if lo is None or hi is None:
+        return None
+    day = lambda ms: datetime.fromtimestamp(ms / 1000, tz=timezone.utc).date().isoformat()  # noqa: E731
+    return day(lo), day(hi)
+
+
+def coverage_text(con, dataset: str) -> str:
+    """What the logs cover and how to ask for it, for a filter that matched nothing."""
+    got = coverage(con, dataset)
+    if got is None:
+        return "its sessions carry no dates"
+    return f"the logs span {got[0]} to {got[1]} (UTC): ask for those days, e.g. --since {got[0]}"
