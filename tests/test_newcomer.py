@@ -73,3 +73,15 @@ def test_days_are_local_by_default_and_dst_aware(sample_db, tmp_path):
             del os.environ["TZ"]
         else:
             os.environ["TZ"] = old
+
+
+def test_usage_by_project_resolves_pseudonyms_with_the_key(sample_db):
+    r = CliRunner().invoke(main, ["usage", "--db", str(sample_db), "--by", "project", "--json", "--resolve",
+                                  str(sample_logs_dir())], env={"CTXREPLAY_KEY_FILE": str(sample_db.parent / "key")})
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)["rows"]
+    named = [x for x in rows if x.get("project_path")]
+    assert named and all(x["project_path"].startswith("/") for x in named)
+    assert all(x["key"] != x["project_path"] for x in named)  # the key stays the pseudonym
+    r = CliRunner().invoke(main, ["usage", "--db", str(sample_db), "--by", "day", "--resolve", str(sample_logs_dir())])
+    assert r.exit_code == 2 and "--by project" in r.output

@@ -13,7 +13,7 @@ from rich.table import Table
 from replay.cli.autoingest import auto_ingest_option
 from replay.cli.fmt import WIDTH, fit, natural_width, wide_option
 from replay.cli.common import (
-    DB_OPTION, dataset_option, echo_json, err, esc, fail, fail_on, fmt_ts, format_option, json_option, open_db, out,
+    DB_OPTION, dataset_option, echo_json, err, esc, fail, fail_on, fmt_ts, format_option, json_option, open_db, out, warn,
     pick_dataset, print_table, slice_options
 )
 
@@ -112,10 +112,14 @@ def project_label(p: str | None, names: dict[str, str]) -> str:
 @json_option("Print strict JSON: {dataset, by, filters, prices, rows, totals, unpriced_models, notes}.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV (a header, one line per row, then the totals), with "
               "the numbers unformatted (cost to 6 decimals, cost_complete, unpriced_models); --format csv is the same.")
+@click.option("--resolve", "resolve_dir", metavar="DIR", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="With --by project: name each project pseudonym by the folder it stands for, found among the "
+                   "log files under DIR (only the key that ingested them can; `ctxreplay sessions --resolve` "
+                   "does the same per session).")
 @format_option
 @wide_option
 def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_file, prices_file, price_date,
-          as_json, as_csv, wide):
+          as_json, as_csv, wide, resolve_dir=None):
     """Recorded usage and cost: what the logs say was used, by day, week, month, session,
     project, model or agent, with a totals row.
 
@@ -141,6 +145,13 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
     dataset = pick_dataset(con, dataset, db)
     filters = make_filters(con, dataset, since, until, projects, models, agents, tz_name, key_file)
     res = recorded_usage(con, dataset, by, filters, prices)
+    if resolve_dir is not None:
+        if by != "project":
+            fail("--resolve goes with --by project (per session: `ctxreplay sessions --resolve DIR`)", 2)
+        paths = resolved_projects(con, dataset, key_file, resolve_dir)
+        for r in res["rows"]:
+            r["project_path"] = paths.get(r["key"])
+        filters.project_names.update({p: v for p, v in paths.items() if p not in filters.project_names})
     if not res["rows"]:  # an empty answer says what the logs do cover, and how to ask for it
         from replay.experiments.slices import coverage_text
 
@@ -151,6 +162,18 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
         _print_csv(res)
     else:
         _print_usage(res, filters, wide)
+
+
+def resolved_projects(con, dataset: str, key_file: Path | None, root: Path) -> dict[str, str]:
+    """project pseudonym -> the folder it stands for, from the sessions whose log is under ``root``."""
+    from replay.ingest.keys import open_master_key
+    from replay.store.resolve import resolve
+
+    with fail_on(ValueError, OSError):
+        found = resolve(con, dataset, open_master_key(key_file, warn=warn), root)
+    projects = dict(con.execute("SELECT session_key, project FROM sessions WHERE dataset = ?", [dataset]).fetchall())
+    return {projects[k]: v["project_path"] for k, v in found["sessions"].items()
+            if v.get("project_path") and projects.get(k)}
 
 
 COLUMNS = (("requests", "responses"), ("input", "input"), ("cache_write_5m", "cache write 5m"),
