@@ -211,27 +211,21 @@ def _earlier_view(con, cand: list[dict], fig: str, split: str, train_fraction: f
     {error} when the split leaves a side empty, or None (``split="none"``, nothing to rank)."""
     if split == "none" or con is None or not cand:
         return None
-    from replay.experiments.sweep import SpecError
-    from replay.experiments.tune import split_sessions
+    from .sweep_best import earlier_fit
 
-    from .sweep_best import _side
-
-    per = iv.session_matrix(con, [*(r["run_id"] for r in cand), *(r["baseline_run"] for r in cand)])
-    keys = sorted({k for r in cand if r["baseline_run"] in per for k in per[r["baseline_run"]]["session_key"]})
-    try:
-        train, test = split_sessions(con, keys, split, train_fraction)
-    except SpecError as e:
-        return {"error": str(e)}
+    view = earlier_fit(con, cand, split, train_fraction, fig)
+    if "error" in view:
+        return view
     fit = {}
     for r in cand:
-        h = _side(per, r["run_id"], r["baseline_run"], train, fig)
+        h = view["fit"][r["run_id"]]
         if h is None:
             continue
         ci = None if h["interval_pct"] is None else {"low": h["interval_pct"][0], "high": h["interval_pct"][1]}
         fit[r["run_id"]] = {"saved_pct": h["saved_pct"], "saved": h["saved"], "sessions": h["sessions"],
                             "distinguishable": iv.distinguishable(h["saved_pct"], ci,
                                                                   (r.get("fidelity_threshold") or {}).get(fig))}
-    return {"train": train, "test": test, "fit": fit}
+    return {**view, "fit": fit}
 
 
 def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, float] | None = None,

@@ -111,6 +111,20 @@ def holdout(con, run_id: str, base_id: str, train, test, figure: str = "cost", *
     return {"in_sample": ins, "out_of_sample": oos, "optimism": opt}
 
 
+def earlier_fit(con, runs: list[dict], split: str, train_fraction: float, figure: str) -> dict[str, Any]:
+    """The sessions of ``runs``' baselines split into earlier and later ones, and each run's
+    saving against its baseline on the earlier: {train, test, fit: run_id -> `_side` (None
+    where it has none)}, or {error} when the split leaves a side empty."""
+    per = iv.session_matrix(con, [*(r["run_id"] for r in runs), *(r["baseline_run"] for r in runs)])
+    keys = sorted({k for r in runs if r["baseline_run"] in per for k in per[r["baseline_run"]]["session_key"]})
+    try:
+        train, test = split_sessions(con, keys, split, train_fraction)
+    except SpecError as e:
+        return {"error": str(e)}
+    return {"train": train, "test": test,
+            "fit": {r["run_id"]: _side(per, r["run_id"], r["baseline_run"], train, figure) for r in runs}}
+
+
 def sweep_pick(con, rows: list[dict], sid: str, split: str = "time",
                train_fraction: float = TRAIN_FRACTION) -> dict[str, Any] | None:
     """Sweep ``sid``'s cheapest setting picked on its earlier sessions: {run_id, train, test,
@@ -119,13 +133,10 @@ def sweep_pick(con, rows: list[dict], sid: str, split: str = "time",
     runs = [r for r in _runs(rows, sid) if r.get("baseline_run")]
     if not runs:
         return None
-    per = iv.session_matrix(con, [*(r["run_id"] for r in runs), *(r["baseline_run"] for r in runs)])
-    keys = sorted({k for r in runs if r["baseline_run"] in per for k in per[r["baseline_run"]]["session_key"]})
-    try:
-        train, test = split_sessions(con, keys, split, train_fraction)
-    except SpecError as e:
-        return {"error": str(e)}
-    fit = {r["run_id"]: _side(per, r["run_id"], r["baseline_run"], train, "cost") for r in runs}
+    view = earlier_fit(con, runs, split, train_fraction, "cost")
+    if "error" in view:
+        return view
+    fit, train, test = view["fit"], view["train"], view["test"]
     # the pick sees the earlier sessions only; a run id breaks a tie so the pick never depends on row order
     best = max(runs, key=lambda r: ((fit[r["run_id"]] or {}).get("saved_pct") or float("-inf"), r["run_id"]))
     got = holdout(con, best["run_id"], best["baseline_run"], train, test, "cost", held_out=split != "none")

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 from rich.table import Table
 
 from replay.cli.autoingest import auto_ingest_option
 from replay.cli.common import (
     DB_OPTION, count_progress, dataset_option, echo_json, esc, fail_on, json_option, open_db, out, pick_dataset,
-    print_table, slice_options
+    price_options, print_table, slice_options
 )
 from replay.cli.fmt import fit, money
 
@@ -21,10 +19,7 @@ from replay.cli.fmt import fit, money
 @dataset_option("Dataset [default: the only one].")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Local worker processes replaying the sessions (no short form: -j is --json).")
-@click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/cache_write_1h/cache_read/output "
-                   "in $/Mtok).")
-@click.option("--price-date", default=None, help="Date the library prices are resolved at [default: 2026-11-01].")
+@price_options
 @slice_options
 @json_option("Print JSON: per setting its line to paste, the client versions that have it, whether the logs show it "
              "in effect, dollars per month with the interval, both estimators and how sure; then habits, model "

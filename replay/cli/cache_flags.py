@@ -21,6 +21,87 @@ def _setting(flag: str, choices: list[str], text: str):
                         expose_value=False, callback=_to_meta, help=text)
 
 
+# (flag, choices with the default first, help) of each cache-model setting, in --help order
+_CACHE_SETTINGS = [
+    ("--warm-start", ["log", "cold"],
+     "log: a stream's system prefix is warm where the log shows a read of it (cached by "
+     "another session); cold: every stream starts with an empty cache."),
+    ("--turn-end-write", ["earned", "v2", "always", "none"],
+     "earned: model Claude Code's unlogged turn-end request (its prompt suggestion), which "
+     "caches the conversation when a turn ends in assistant text, for client versions "
+     "2.0.0-2.1.42, where the rule was earned (docs/replay-model.md, \"Rules earned on later "
+     "versions\"); v2: for every 2.x version; always: for every client; none: off."),
+    ("--thinking-switch", ["invalidate", "ignore"],
+     "invalidate: a user turn that switches extended thinking on or off (budget-thinking "
+     "models) reads only the system prefix (docs/replay-model.md); ignore: off."),
+    ("--resume", ["invalidate", "ignore"],
+     "invalidate: the first request after the log records a resumed session (a synthetic "
+     "\"No response requested.\" answer, or a SessionStart hook with source resume) reads only "
+     "the system prefix (the client rebuilt its project context; docs/replay-model.md); "
+     "ignore: off."),
+    ("--task-turns", ["invalidate", "ignore"],
+     "invalidate: in Claude Code 2.1.32-2.1.37, a user turn after one that called the task "
+     "tools reads only the system prefix (docs/replay-model.md); ignore: off."),
+    ("--skill-turns", ["earned", "invalidate", "ignore"],
+     "earned: in client versions 2.0.0-2.1.42, a user turn that loads a skill by slash command, "
+     "and the turn after one that loaded a skill, read only the system prefix "
+     "(docs/replay-model.md); invalidate: in every version; ignore: off."),
+    ("--warm-prefix", ["ttl", "kept"],
+     "ttl: the system prefix a stream's first request read warm (cached by other sessions) "
+     "expires like the stream's own entries; kept: it stays readable however long the stream "
+     "idles (measured, not earned: docs/replay-model.md)."),
+    ("--tool-search", ["invalidate", "ignore"],
+     "invalidate: from Claude Code 2.1.119, the request after a stream's first ToolSearch call "
+     "reads only the system prefix (the loaded tool definitions change the tools; "
+     "docs/replay-model.md); ignore: off."),
+    ("--unknown-times", ["log", "model"],
+     "log: where the log gives a request no time of its own (its stamp is shared with other "
+     "requests: rewritten), the recorded read decides in every variant; model: judged as if no "
+     "time had passed."),
+    ("--system-prefix", ["earlier", "dataset", "log", "overhead"],
+     "earlier: as log, and a stream whose first request read nothing takes the system prefix "
+     "the sessions that started before it show for its model and client version (later "
+     "sessions never change a replay); dataset: the same from every session of the dataset, "
+     "later ones included (not causal); log: the "
+     "system-prefix entry ends where the stream's first warm read ended; overhead: at the whole "
+     "overhead (system, tools and unrecorded first-message context)."),
+    ("--prefix-versions", ["nearest", "same"],
+     "nearest: a cold stream whose client version no other session shows borrows the "
+     "system prefix of the nearest version (the closest earlier one first); same: only "
+     "its own version's."),
+    ("--clock", ["end", "send", "response"],
+     "end: requests look the cache up at their last input block's time, and what they read "
+     "or write expires a TTL after their response's last block; send: both at the last input "
+     "block's time; response: both at the logged response time."),
+    ("--openai-retention", ["1h", "10m", "24h"],
+     "OpenAI models: how long a prefix stays cached after its last use (with --ttl log): "
+     "1h, the in-memory maximum; 10m, the typical; 24h, extended retention (docs/replay-model.md)."),
+    ("--openai-increments", ["observed", "documented"],
+     "OpenAI models: observed: GPT-5.5 reads end at 384 + a multiple of 512 tokens, as on the "
+     "shared Codex logs, other models at 1,024 + a multiple of 128; documented: 1,024 + a "
+     "multiple of 128 for every model."),
+    ("--openai-reasoning", ["turn", "keep"],
+     "OpenAI models: turn: a new user turn's prompt no longer holds the earlier turns' "
+     "reasoning, so it shares only the part before the previous turn's first reasoning item "
+     "with earlier prompts; keep: off."),
+    ("--openai-second-request", ["system_only", "model"],
+     "OpenAI models: system_only: a stream's second request reads only the prefix other "
+     "sessions kept warm, as on every shared Codex log; model: off."),
+    ("--openai-warm-prefix", ["kept", "ttl"],
+     "OpenAI models: kept: the prefix a stream's first request read warm (kept by other "
+     "sessions) stays readable however long the stream idles; ttl: it expires."),
+]
+
+
+def price_options(f):
+    """The --prices and --price-date options (`prices_file`, `price_date`)."""
+    f = click.option("--price-date", default=None,
+                     help="Date the library prices are resolved at [default: 2026-11-01].")(f)
+    return click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                        default=None, help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/"
+                        "cache_write_1h/cache_read/output in $/Mtok).")(f)
+
+
 def cache_options(f):
     """Cache-model and price options shared by replay, validate and friends."""
     opts = [
@@ -34,82 +115,13 @@ def cache_options(f):
                      "but the model cannot explain); none: the model-only (predictive) variant, which "
                      "takes from the log each request's input size, time, model, TTL split and client "
                      "events, and the first request's warm read, and predicts every hit and miss."),
-        _setting("--warm-start", ["log", "cold"],
-                 "log: a stream's system prefix is warm where the log shows a read of it (cached by "
-                 "another session); cold: every stream starts with an empty cache."),
-        _setting("--turn-end-write", ["earned", "v2", "always", "none"],
-                 "earned: model Claude Code's unlogged turn-end request (its prompt suggestion), which "
-                 "caches the conversation when a turn ends in assistant text, for client versions "
-                 "2.0.0-2.1.42, where the rule was earned (docs/replay-model.md, \"Rules earned on later "
-                 "versions\"); v2: for every 2.x version; always: for every client; none: off."),
-        _setting("--thinking-switch", ["invalidate", "ignore"],
-                 "invalidate: a user turn that switches extended thinking on or off (budget-thinking "
-                 "models) reads only the system prefix (docs/replay-model.md); ignore: off."),
-        _setting("--resume", ["invalidate", "ignore"],
-                 "invalidate: the first request after the log records a resumed session (a synthetic "
-                 "\"No response requested.\" answer, or a SessionStart hook with source resume) reads only "
-                 "the system prefix (the client rebuilt its project context; docs/replay-model.md); "
-                 "ignore: off."),
-        _setting("--task-turns", ["invalidate", "ignore"],
-                 "invalidate: in Claude Code 2.1.32-2.1.37, a user turn after one that called the task "
-                 "tools reads only the system prefix (docs/replay-model.md); ignore: off."),
-        _setting("--skill-turns", ["earned", "invalidate", "ignore"],
-                 "earned: in client versions 2.0.0-2.1.42, a user turn that loads a skill by slash command, "
-                 "and the turn after one that loaded a skill, read only the system prefix "
-                 "(docs/replay-model.md); invalidate: in every version; ignore: off."),
-        _setting("--warm-prefix", ["ttl", "kept"],
-                 "ttl: the system prefix a stream's first request read warm (cached by other sessions) "
-                 "expires like the stream's own entries; kept: it stays readable however long the stream "
-                 "idles (measured, not earned: docs/replay-model.md)."),
-        _setting("--tool-search", ["invalidate", "ignore"],
-                 "invalidate: from Claude Code 2.1.119, the request after a stream's first ToolSearch call "
-                 "reads only the system prefix (the loaded tool definitions change the tools; "
-                 "docs/replay-model.md); ignore: off."),
-        _setting("--unknown-times", ["log", "model"],
-                 "log: where the log gives a request no time of its own (its stamp is shared with other "
-                 "requests: rewritten), the recorded read decides in every variant; model: judged as if no "
-                 "time had passed."),
-        _setting("--system-prefix", ["earlier", "dataset", "log", "overhead"],
-                 "earlier: as log, and a stream whose first request read nothing takes the system prefix "
-                 "the sessions that started before it show for its model and client version (later "
-                 "sessions never change a replay); dataset: the same from every session of the dataset, "
-                 "later ones included (not causal); log: the "
-                 "system-prefix entry ends where the stream's first warm read ended; overhead: at the whole "
-                 "overhead (system, tools and unrecorded first-message context)."),
-        _setting("--prefix-versions", ["nearest", "same"],
-                 "nearest: a cold stream whose client version no other session shows borrows the "
-                 "system prefix of the nearest version (the closest earlier one first); same: only "
-                 "its own version's."),
-        _setting("--clock", ["end", "send", "response"],
-                 "end: requests look the cache up at their last input block's time, and what they read "
-                 "or write expires a TTL after their response's last block; send: both at the last input "
-                 "block's time; response: both at the logged response time."),
-        _setting("--openai-retention", ["1h", "10m", "24h"],
-                 "OpenAI models: how long a prefix stays cached after its last use (with --ttl log): "
-                 "1h, the in-memory maximum; 10m, the typical; 24h, extended retention (docs/replay-model.md)."),
-        _setting("--openai-increments", ["observed", "documented"],
-                 "OpenAI models: observed: GPT-5.5 reads end at 384 + a multiple of 512 tokens, as on the "
-                 "shared Codex logs, other models at 1,024 + a multiple of 128; documented: 1,024 + a "
-                 "multiple of 128 for every model."),
-        _setting("--openai-reasoning", ["turn", "keep"],
-                 "OpenAI models: turn: a new user turn's prompt no longer holds the earlier turns' "
-                 "reasoning, so it shares only the part before the previous turn's first reasoning item "
-                 "with earlier prompts; keep: off."),
-        _setting("--openai-second-request", ["system_only", "model"],
-                 "OpenAI models: system_only: a stream's second request reads only the prefix other "
-                 "sessions kept warm, as on every shared Codex log; model: off."),
-        _setting("--openai-warm-prefix", ["kept", "ttl"],
-                 "OpenAI models: kept: the prefix a stream's first request read warm (kept by other "
-                 "sessions) stays readable however long the stream idles; ttl: it expires."),
+        *(_setting(*s) for s in _CACHE_SETTINGS),
         click.option("--openai-routing-miss", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0,
                      show_default=True, expose_value=False, callback=_to_meta,
                      help="OpenAI models, model-only variant: the expected share of each read beyond the "
                      "warm prefix lost to requests routed to a machine without the prefix (0: off; "
                      "docs/replay-model.md gives the rate fitted on held Codex sessions)."),
-        click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     default=None, help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/"
-                     "cache_write_1h/cache_read/output in $/Mtok)."),
-        click.option("--price-date", default=None, help="Date the library prices are resolved at [default: 2026-11-01]."),
+        price_options,
     ]
     for o in reversed(opts):
         f = o(f)

@@ -344,7 +344,7 @@ def max_risk_option(help: str):
 
 
 # the cache-model options live in their own module; commands import them from here
-from replay.cli.cache_flags import cache_options, make_options  # noqa: E402,F401
+from replay.cli.cache_flags import cache_options, make_options, price_options  # noqa: E402,F401
 
 
 # --- output ---------------------------------------------------------------------------

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 from rich.table import Table
 
 from replay.cli.common import (
     DB_OPTION, count_progress, dataset_option, echo_json, esc, fail_on, format_option, json_option, open_db, out,
-    pick_dataset, print_table, slice_options
+    pick_dataset, price_options, print_table, slice_options
 )
 from replay.cli.fmt import amount, count, fit, money, wide_option
 
@@ -27,10 +25,7 @@ from replay.cli.fmt import amount, count, fit, money, wide_option
                    "same for any number.")
 @click.option("--list", "list_only", is_flag=True, help="List the scenarios, the rule each rests on and its source, "
               "and exit (no database needed).")
-@click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/cache_write_1h/cache_read/output "
-                   "in $/Mtok).")
-@click.option("--price-date", default=None, help="Date the library prices are resolved at [default: 2026-11-01].")
+@price_options
 @slice_options
 @json_option("Print JSON: the baseline (the recorded settings, model-only), per scenario its cost and written "
              "tokens (baseline, scenario, saved, saved_pct, interval_pct: the headline estimator's, `headline`), "

@@ -43,6 +43,16 @@ def _is_image_result(st, i: int) -> bool:
     return st.nbytes[i] > IMAGE_BYTES_PER_TOKEN * max(1, st.bpe[i])
 
 
+def _in_fifo(fifo: OrderedDict, h: int, capacity: int) -> bool:
+    """Whether ``h`` is in the FIFO of content hashes; if not, it goes in (the oldest out past ``capacity``)."""
+    if h in fifo:
+        return True
+    fifo[h] = None
+    if len(fifo) > capacity:
+        fifo.popitem(last=False)
+    return False
+
+
 def devboy_own_metric(ds: Dataset, *, capacity: int = 5, hint_tokens: int = 15, min_chars: int = 200,
                       chars_per_token: float = 4.0) -> dict[str, Any]:
     """devboy's L0 accounting (see the module docs): one FIFO per session log, in log order."""
@@ -83,21 +93,10 @@ def devboy_own_metric(ds: Dataset, *, capacity: int = 5, hint_tokens: int = 15, 
                 tot["ceiling_repeat_events"] += 1
                 tot["ceiling_saved_tokens"] += t - hint_tokens
             seen.add(h)
-            if h in fifo:
-                tot["repeat_events"] += 1
-                tot["saved_tokens"] += t - hint_tokens
-            else:
-                fifo[h] = None
-                if len(fifo) > capacity:
-                    fifo.popitem(last=False)
-            own = streams.setdefault((sid, own_part), OrderedDict())
-            if h in own:
-                tot["per_stream_repeat_events"] += 1
-                tot["per_stream_saved_tokens"] += t - hint_tokens
-            else:
-                own[h] = None
-                if len(own) > capacity:
-                    own.popitem(last=False)
+            for cache, scope in ((fifo, ""), (streams.setdefault((sid, own_part), OrderedDict()), "per_stream_")):
+                if _in_fifo(cache, h, capacity):
+                    tot[f"{scope}repeat_events"] += 1
+                    tot[f"{scope}saved_tokens"] += t - hint_tokens
     base, nmin = tot["base_tokens"], tot["events_min_chars"]
     pct = (lambda x: 100 * x / base if base else None)
     rate = (lambda x: 100 * x / nmin if nmin else None)

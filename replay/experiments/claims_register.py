@@ -66,6 +66,14 @@ class Claim:
     lever: str | None = None          # a cache-advice claim: the re-priced setting (metric in CACHE_METRICS)
 
 
+
+def _subagent_ttl_claim(id: str, claim: str, rule: str, metric: str, figure: tuple[float, float] | None = None,
+                        *, note: str) -> Claim:
+    """A claim of the feature request for subagent TTL control, its cost re-priced with subagents at 1h."""
+    return Claim(id, "subagent_ttl_request", claim, "a Claude Code feature request for subagent TTL control",
+                 "the requester's Claude Code usage", rule, metric, figure, lever="sub_1h", note=note)
+
+
 REGISTER: tuple[Claim, ...] = (
     Claim("devboy_l0_dedup", "devboy",
           "L0 content-hash dedup recovers about 33% of total tokens on anonymized Claude Code logs (35.01% saved "
@@ -157,20 +165,20 @@ REGISTER: tuple[Claim, ...] = (
                "subagent streams (kind not main) at ttl_5m, against the recorded settings, every write at 1h and "
                "every write at 5m; holds when it is cheaper than all three (every interval above 0); cost: "
                "against the recorded settings"),
-    Claim("subagent_writes_share", "subagent_ttl_request",
-          "Subagent cache writes are 33% of cost (a feature request for control over the subagents' cache TTL)",
-          "a Claude Code feature request for subagent TTL control", "the requester's Claude Code usage",
-          "at_least", "subagent_write_share", (33.0, 33.0), lever="sub_1h",
-          note="own metric: recorded dollars of the cache writes of streams whose kind is not main (subagent, "
-               "sidechain, progress_subagent) over the recorded cost; cost: subagents at 1h, main as recorded "
-               "(re-priced recorded requests)"),
-    Claim("subagent_recache_prefix", "subagent_ttl_request",
-          "Same-type agents launched 6-10 minutes apart re-cache identical system prompts (their 5-minute "
-          "entries have expired)", "a Claude Code feature request for subagent TTL control",
-          "the requester's Claude Code usage", "positive", "subagent_recache", lever="sub_1h",
-          note="own metric: share of subagent first requests writing a system prefix that another subagent's "
-               "first request (same model, overhead within 1%: text is not stored) wrote 5-60 minutes earlier; "
-               "cost: subagents at 1h, main as recorded"),
+    _subagent_ttl_claim(
+        "subagent_writes_share",
+        "Subagent cache writes are 33% of cost (a feature request for control over the subagents' cache TTL)",
+        "at_least", "subagent_write_share", (33.0, 33.0),
+        note="own metric: recorded dollars of the cache writes of streams whose kind is not main (subagent, "
+             "sidechain, progress_subagent) over the recorded cost; cost: subagents at 1h, main as recorded "
+             "(re-priced recorded requests)"),
+    _subagent_ttl_claim(
+        "subagent_recache_prefix",
+        "Same-type agents launched 6-10 minutes apart re-cache identical system prompts (their 5-minute "
+        "entries have expired)", "positive", "subagent_recache",
+        note="own metric: share of subagent first requests writing a system prefix that another subagent's "
+             "first request (same model, overhead within 1%: text is not stored) wrote 5-60 minutes earlier; "
+             "cost: subagents at 1h, main as recorded"),
     Claim("ttl_march_2026_5m", "ttl_change_2026",
           "The March 2026 move from 1-hour to 5-minute cache TTLs raised costs by 20-32%",
           "reports of Claude Code's March 2026 default TTL change", "users' Claude Code bills before and after",

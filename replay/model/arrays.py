@@ -16,7 +16,7 @@ dropped something we cannot see), BPE counts scaled by the stream's median ratio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Collection
+from typing import Any, ClassVar, Collection
 
 import numpy as np
 import pandas as pd
@@ -53,34 +53,34 @@ class Vocab:
             return -2  # matches nothing
 
 
+class _Totals:
+    """``n_blocks`` and ``n_requests`` summed over the parts (the attribute ``_PARTS`` names)."""
+
+    _PARTS: ClassVar[str]
+
+    @property
+    def n_blocks(self) -> int:
+        return sum(p.n_blocks for p in getattr(self, self._PARTS))
+
+    @property
+    def n_requests(self) -> int:
+        return sum(p.n_requests for p in getattr(self, self._PARTS))
+
+
 @dataclass
-class Session:
+class Session(_Totals):
+    _PARTS: ClassVar[str] = "streams"
     session_key: str
     agent: str
     streams: list[Stream]
 
-    @property
-    def n_blocks(self) -> int:
-        return sum(s.n_blocks for s in self.streams)
-
-    @property
-    def n_requests(self) -> int:
-        return sum(s.n_requests for s in self.streams)
-
 
 @dataclass
-class Dataset:
+class Dataset(_Totals):
+    _PARTS: ClassVar[str] = "sessions"
     name: str
     sessions: list[Session]
     vocab: Vocab
-
-    @property
-    def n_blocks(self) -> int:
-        return sum(s.n_blocks for s in self.sessions)
-
-    @property
-    def n_requests(self) -> int:
-        return sum(s.n_requests for s in self.sessions)
 
 
 def request_column(con, name: str, sql_type: str = "VARCHAR") -> str:

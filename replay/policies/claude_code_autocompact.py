@@ -163,23 +163,17 @@ class ClaudeCodeAutocompact(SummaryCompaction):
               "(bench/autocompact_trigger.py: 155k of 200k for 2.1.1-2.1.20, 167k otherwise)")
 
     @dataclass(frozen=True)
-    class Params:
+    class Params(SummaryCompaction.Params):
+        # Size of the summary, o200k tokens (median of the logs' compact summaries: 2,792).
+        summary_tokens: float = 2_792.0
         # The model's context window, tokens (200,000 for the logs' models; 1,000,000 for the 1M-context runs).
         window_tokens: int = 200_000
         # Tokens kept free below the window; unset (none): by the request's client version (TRIGGERS:
         # 45,000 for 2.1.1-2.1.20, the measured and documented 33,000 otherwise); a number: for every request.
         reserve_tokens: int | None = None
-        # Size of the summary, o200k tokens (median of the logs' compact summaries: 2,792).
-        summary_tokens: float = 2_792.0
-        # Size of the summarization prompt, o200k tokens (unpublished; the API's default prompt: 95).
-        instruction_tokens: float = 95.0
-        # The summarization call reads from the cache what the previous request sent (else all uncached).
-        summary_cached: bool = True
-        # Price a later re-read of a summarized result (pessimistic, beyond the source).
-        reread_cost: bool = True
 
         def __post_init__(self):
-            non_negative(self, "summary_tokens", "instruction_tokens")
+            super().__post_init__()
             reserves = ([self.reserve_tokens] if self.reserve_tokens is not None else
                         [WINDOW - (t or WINDOW - DEFAULT_RESERVE) for _, t, _ in TRIGGERS])
             if self.reserve_tokens is not None:

@@ -78,7 +78,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from replay.policies.base import Context, non_negative
+from replay.policies.base import Context
 from replay.policies.summary import SummaryCompaction
 
 API_MIN_TRIGGER = 50_000
@@ -105,21 +105,15 @@ class ServerCompaction(SummaryCompaction):
     source = "Anthropic API server-side compaction, compact_20260112 (docs: build-with-claude/compaction)"
 
     @dataclass(frozen=True)
-    class Params:
-        # Input tokens above which the API compacts (API default 150,000; minimum 50,000).
-        trigger: int = 150_000
+    class Params(SummaryCompaction.Params):
         # Size of the summary (compaction block and the iteration's output), o200k tokens; no
         # documented default: the docs' example iteration outputs 3,500.
         summary_tokens: float = 3_500.0
-        # Size of the summarization prompt the call adds, o200k tokens (the default prompt: 95).
-        instruction_tokens: float = 95.0
-        # The summarization call reads from the cache what the previous request sent (else all uncached).
-        summary_cached: bool = True
-        # Price a later re-read of a summarized result (pessimistic, beyond the source).
-        reread_cost: bool = True
+        # Input tokens above which the API compacts (API default 150,000; minimum 50,000).
+        trigger: int = 150_000
 
         def __post_init__(self):
-            non_negative(self, "summary_tokens", "instruction_tokens")
+            super().__post_init__()
             if self.trigger < API_MIN_TRIGGER:
                 raise ValueError(f"trigger must be >= {API_MIN_TRIGGER:,} (the API's minimum)")
 

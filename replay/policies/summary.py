@@ -39,11 +39,12 @@ Figures: ``compactions`` (firings) beside the engine's ``summary_requests``, ``s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from replay.model.arrays import Stream
 from replay.model.cache import TTL_MS
-from replay.policies.base import Context
+from replay.policies.base import Context, non_negative
 from replay.policies.common import ScanningPolicy, dropped_thinking_turn, overhead_of, provider_drops, shrink
 
 
@@ -53,8 +54,23 @@ SIDE_FIGURES = ("summary_requests", "summary_input", "summary_output", "summary_
 
 
 class SummaryCompaction(ScanningPolicy):
-    """Base of the summarizing compaction policies; a subclass sets ``trigger`` and Params with
-    ``summary_tokens``, ``instruction_tokens``, ``summary_cached`` and ``reread_cost``."""
+    """Base of the summarizing compaction policies; a subclass sets ``trigger`` and its Params, a
+    subclass of ``SummaryCompaction.Params`` that gives ``summary_tokens`` its source's default."""
+
+    @dataclass(frozen=True)
+    class Params:
+        # Size of the summary (the block it leaves and the summarization call's output), o200k tokens.
+        summary_tokens: float
+        # Size of the summarization prompt the call adds, o200k tokens (the API's default prompt: 95;
+        # Claude Code's own is unpublished).
+        instruction_tokens: float = 95.0
+        # The summarization call reads from the cache what the previous request sent (else all uncached).
+        summary_cached: bool = True
+        # Price a later re-read of a summarized result (pessimistic, beyond the source).
+        reread_cost: bool = True
+
+        def __post_init__(self):
+            non_negative(self, "summary_tokens", "instruction_tokens")
 
     def trigger(self, ctx: Context, k: int) -> float:
         """The prompt size (stream units) above which request ``k`` compacts first."""

@@ -15,18 +15,23 @@ from collections import Counter
 
 import re2
 
-__all__ = ["HIGH_ENTROPY", "MIN_ENTROPY_LEN", "MAX_ENTROPY_LEN", "entropy_spans", "entropy_threshold", "looks_random"]
+__all__ = ["HIGH_ENTROPY", "MIN_ENTROPY_LEN", "MAX_ENTROPY_LEN", "entropy_spans", "entropy_threshold", "has_digit",
+           "has_lower", "has_upper", "looks_random"]
 
 _DIGITS = b"0123456789"
 _UPPER = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _LOWER = b"abcdefghijklmnopqrstuvwxyz"
 
 
-def _has_upper(v: bytes) -> bool:
+def has_digit(v: bytes) -> bool:
+    return len(v.translate(None, _DIGITS)) != len(v)
+
+
+def has_upper(v: bytes) -> bool:
     return len(v.translate(None, _UPPER)) != len(v)
 
 
-def _has_lower(v: bytes) -> bool:
+def has_lower(v: bytes) -> bool:
     return len(v.translate(None, _LOWER)) != len(v)
 
 
@@ -92,7 +97,7 @@ def looks_random(tok: bytes) -> bool:
     n = len(core)
     if n < MIN_ENTROPY_LEN or n > MAX_ENTROPY_LEN:
         return False
-    if not (_has_upper(core) and _has_lower(core)):
+    if not (has_upper(core) and has_lower(core)):
         return False  # hex digests, UUIDs, snake_case and CONSTANTS never qualify
     digits = n - len(core.translate(None, _DIGITS))
     if (n < 28 and not digits) or digits * 2 >= n:
@@ -101,7 +106,7 @@ def looks_random(tok: bytes) -> bool:
         # paths, slugs, dated run ids: most segments are words, numbers or hex, while the
         # segments of a random base64url string mix cases
         segs = [s for s in core.replace(b"-", b"/").replace(b"_", b"/").split(b"/") if len(s) >= 4]
-        mixed = sum(1 for s in segs if _has_upper(s) and _has_lower(s) and _word_fraction(s) < 0.55)
+        mixed = sum(1 for s in segs if has_upper(s) and has_lower(s) and _word_fraction(s) < 0.55)
         if mixed * 2 < len(segs):
             return False
     if _word_fraction(core) >= 0.55:

@@ -25,11 +25,11 @@ token counts are checked as a whole, exactly as ingest builds them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from replay.ingest.blocktext import canonical_json, tool_use_text
-from replay.ingest.readers.fields import text_or_json
-from replay.ingest.readers.gemini_chat import MESSAGE_TYPES
+from replay.ingest.readers.gemini_chat import MESSAGE_TYPES, result_parts
 from replay.privacy.pseudonyms import ISO_RX
 from replay.privacy.schema import MEDIA_TYPES, TOOL_PATH_KEYS
 
@@ -55,28 +55,9 @@ def is_chat(doc: Any) -> bool:
                for m in doc["messages"][:5])
 
 
-def _parts(content: Any) -> list[Any]:
-    if content is None:
-        return []
-    return content if isinstance(content, list) else [content]
-
-
 def result_text(result: Any) -> str:
     """A tool call's ``result`` as ingest turns it into the tool_result block's text (images aside)."""
-    texts = []
-    for part in _parts(result):
-        fr = part.get("functionResponse") if isinstance(part, dict) else None
-        if isinstance(fr, dict):
-            resp = fr.get("response")
-            out = resp.get("output", resp.get("error")) if isinstance(resp, dict) else resp
-            texts.append(text_or_json(out if out is not None else resp))
-        elif isinstance(part, dict) and isinstance(part.get("inlineData"), dict):
-            continue
-        elif isinstance(part, dict) and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        else:
-            texts.append(text_or_json(part))
-    return "\n".join(texts)
+    return "\n".join(result_parts(result)[0])
 
 
 def _thought_text(th: Any) -> str:
@@ -89,43 +70,41 @@ class ChatWalker:
     def __init__(self, anon: Anonymizer):
         self.a = anon
 
-    def document(self, doc: dict) -> dict:
-        a = self.a
+    def fields(self, d: dict, by_key: dict[str, tuple[type, Callable[[Any], Any]]]) -> dict:
+        """Each field of ``d`` under its key's pseudonym: one named in ``by_key`` whose value has
+        the type given there through the function given there, any other by `tree`."""
         out: dict[str, Any] = {}
-        for k, v in doc.items():
-            nk = a.dict_key(k)
-            if k == "messages" and isinstance(v, list):
-                out[nk] = [self.message(m) if isinstance(m, dict) else self.tree("content", m) for m in v]
-            else:
-                out[nk] = self.tree(k, v)
+        for k, v in d.items():
+            nk = self.a.dict_key(k)
+            rule = by_key.get(k)
+            out[nk] = rule[1](v) if rule is not None and isinstance(v, rule[0]) else self.tree(k, v)
         return out
+
+    def document(self, doc: dict) -> dict:
+        return self.fields(doc, {"messages": (list, lambda v: [
+            self.message(m) if isinstance(m, dict) else self.tree("content", m) for m in v])})
 
     def message(self, m: dict) -> dict:
         a = self.a
         a.in_context = m.get("type") in CONTEXT_TYPES
         try:
-            out: dict[str, Any] = {}
-            for k, v in m.items():
-                nk = a.dict_key(k)
-                if k == "type" and isinstance(v, str):
-                    if v in MESSAGE_TYPES:
-                        out[nk] = a.pseudo.keep(v)
-                    else:
-                        a.s.enums_replaced += 1
-                        out[nk] = a.texts.text(v)
-                elif k == "content":
-                    out[nk] = self.content(v)
-                elif k == "thoughts" and isinstance(v, list):
-                    out[nk] = [self.thought(th) for th in v]
-                elif k == "tokens":
-                    out[nk] = a.meta_tree(k, v)
-                elif k == "toolCalls" and isinstance(v, list):
-                    out[nk] = [self.call(c) if isinstance(c, dict) else self.tree(k, c) for c in v]
-                else:
-                    out[nk] = self.tree(k, v)
-            return out
+            return self.fields(m, {
+                "type": (str, self.message_type),
+                "content": (object, self.content),
+                "thoughts": (list, lambda v: [self.thought(th) for th in v]),
+                "tokens": (object, lambda v: a.meta_tree("tokens", v)),
+                "toolCalls": (list, lambda v: [self.call(c) if isinstance(c, dict) else self.tree("toolCalls", c)
+                                               for c in v]),
+            })
         finally:
             a.in_context = False
+
+    def message_type(self, v: str) -> Any:
+        """A message ``type``: kept when it is one of Gemini CLI's, else filler."""
+        if v in MESSAGE_TYPES:
+            return self.a.pseudo.keep(v)
+        self.a.s.enums_replaced += 1
+        return self.a.texts.text(v)
 
     def content(self, content: Any) -> Any:
         """A PartListUnion: a string, a part, or a list of them; each is one block."""
@@ -147,15 +126,8 @@ class ChatWalker:
 
     def call(self, c: dict) -> dict:
         a = self.a
-        out: dict[str, Any] = {}
-        for k, v in c.items():
-            nk = a.dict_key(k)
-            if k == "name" and isinstance(v, str):
-                out[nk] = a.tool_name(v)
-            elif k == "args":
-                out[nk] = self.args(v)
-            else:  # result (functionResponse parts), status, resultDisplay, description, ...
-                out[nk] = self.tree(k, v)
+        # result (functionResponse parts), status, resultDisplay, description, ...: by `tree`
+        out = self.fields(c, {"name": (str, a.tool_name), "args": (object, self.args)})
         # each block's own strings only (the same Text objects): a count difference is absorbed
         # by them, never by a resultDisplay or description outside the model context
         nname, nargs = a.dict_key("name"), a.dict_key("args")
@@ -166,19 +138,7 @@ class ChatWalker:
         return out
 
     def args(self, args: Any) -> Any:
-        a = self.a
-        if not isinstance(args, dict):
-            return a.tool_value(args, None)
-        out = {}
-        for k, v in args.items():
-            nk = a.dict_key(k, arg=True)
-            if k in CHAT_PATH_KEYS and isinstance(v, str):
-                out[nk] = a.paths.path(v, None)
-            elif k in CHAT_PATH_KEYS and isinstance(v, list) and all(isinstance(x, str) for x in v):
-                out[nk] = [a.paths.path(x, None) for x in v]
-            else:
-                out[nk] = a.tool_value(v, None)
-        return out
+        return self.a.tool_input(args, None, CHAT_PATH_KEYS)
 
     def tree(self, key: str, v: Any) -> Any:
         """Any other value: ids, hashes, times, media types and tool names by their key, the

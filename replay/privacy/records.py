@@ -421,15 +421,17 @@ class Anonymizer:
             self.texts.blocks.append(Block(raw_text, anon, render))
 
     # --- tool inputs --------------------------------------------------------------------
-    def tool_input(self, inp: Any, cwd: str | None) -> Any:
+    def tool_input(self, inp: Any, cwd: str | None, path_keys: frozenset[str] | set[str] = TOOL_PATH_KEYS) -> Any:
+        """A tool's arguments: the values of ``path_keys`` (at this level; deeper, TOOL_PATH_KEYS)
+        become path pseudonyms, the rest fillers."""
         if not isinstance(inp, dict):
             return self.tool_value(inp, cwd)
         out = {}
         for k, v in inp.items():
             nk = self.dict_key(k, arg=True)
-            if k in TOOL_PATH_KEYS and isinstance(v, str):
+            if k in path_keys and isinstance(v, str):
                 out[nk] = self.paths.path(v, cwd)
-            elif k in TOOL_PATH_KEYS and isinstance(v, list) and all(isinstance(x, str) for x in v):
+            elif k in path_keys and isinstance(v, list) and all(isinstance(x, str) for x in v):
                 out[nk] = [self.paths.path(x, cwd) for x in v]
             else:
                 out[nk] = self.tool_value(v, cwd)

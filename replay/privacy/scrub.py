@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import re2
 
-from replay.privacy.entropy import HIGH_ENTROPY, entropy_spans, looks_random
+from replay.privacy.entropy import HIGH_ENTROPY, entropy_spans, has_digit, has_lower, has_upper, looks_random
 
 __all__ = ["Finding", "Rule", "RULES", "find", "looks_random", "scrub", "redaction"]
 
@@ -77,23 +77,6 @@ _PLACEHOLDER_WORDS = frozenset(
         b"process.env", b"os.environ", b"any", b"object", b"bytes", b"int", b"char",
     )
 )
-_DIGITS = b"0123456789"
-_UPPER = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_LOWER = b"abcdefghijklmnopqrstuvwxyz"
-
-
-def _has_digit(v: bytes) -> bool:
-    return len(v.translate(None, _DIGITS)) != len(v)
-
-
-def _has_upper(v: bytes) -> bool:
-    return len(v.translate(None, _UPPER)) != len(v)
-
-
-def _has_lower(v: bytes) -> bool:
-    return len(v.translate(None, _LOWER)) != len(v)
-
-
 _REF_PREFIXES = (b"$", b"{{", b"<", b"%(", b"%s", b"process.env", b"os.environ", b"os.getenv", b"env(",
                  b"env.", b"getenv", b"[REDACTED", b"***", b"...", b"#{", b"@{", b"vault:", b"secrets.",
                  b"ENV[", b"settings.", b"config.", b"self.", b"this.", b"args.", b"opts.", b"options.")
@@ -146,7 +129,7 @@ def _check_unquoted_value(key: bytes, value: bytes) -> bool:
         return False
     if not _check_quoted_value(key, v):
         return False
-    return _has_digit(v) + _has_upper(v) + _has_lower(v) >= 2 or len(v) >= 12
+    return has_digit(v) + has_upper(v) + has_lower(v) >= 2 or len(v) >= 12
 
 
 _FLAG_RX = re2.compile(rb"^--?[A-Za-z][A-Za-z0-9-]*$")
@@ -166,7 +149,7 @@ def _check_token(_key: bytes, value: bytes) -> bool:
     """Random-looking token: mixed character classes, not a placeholder."""
     if not _not_placeholder(value):
         return False
-    classes = _has_digit(value) + _has_upper(value) + _has_lower(value)
+    classes = has_digit(value) + has_upper(value) + has_lower(value)
     return classes >= 2 and not _LOWER_WORDS_RX.match(value)
 
 
@@ -214,7 +197,7 @@ def _check_cli_value(key: bytes, value: bytes) -> bool:
 
 
 def _check_sk(_key: bytes, value: bytes) -> bool:
-    return _has_digit(value) and _has_upper(value) and _has_lower(value)
+    return has_digit(value) and has_upper(value) and has_lower(value)
 
 
 # --- rules ---------------------------------------------------------------------------

@@ -76,6 +76,25 @@ def _parts(content: Any) -> list[Any]:
     return content if isinstance(content, list) else [content]
 
 
+def result_parts(result: Any) -> tuple[list[str], list[str]]:
+    """A tool call's ``result`` as its tool_result block holds it: the texts (joined by newlines)
+    and the base64 data of its inline images."""
+    texts, images = [], []
+    for part in _parts(result):
+        fr = part.get("functionResponse") if isinstance(part, dict) else None
+        if isinstance(fr, dict):
+            resp = fr.get("response")
+            out = resp.get("output", resp.get("error")) if isinstance(resp, dict) else resp
+            texts.append(text_or_json(out if out is not None else resp))
+        elif isinstance(part, dict) and isinstance(part.get("inlineData"), dict):
+            images.append(str(part["inlineData"].get("data") or ""))
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        else:
+            texts.append(text_or_json(part))
+    return texts, images
+
+
 class _ChatReader:
     def __init__(self, b: TraceBuilder):
         self.b = b
@@ -158,19 +177,7 @@ class _ChatReader:
             self._result(c, ts)
 
     def _result(self, call: dict, ts: int | None) -> None:
-        texts, images = [], []
-        for part in _parts(call.get("result")):
-            fr = part.get("functionResponse") if isinstance(part, dict) else None
-            if isinstance(fr, dict):
-                resp = fr.get("response")
-                out = resp.get("output", resp.get("error")) if isinstance(resp, dict) else resp
-                texts.append(text_or_json(out if out is not None else resp))
-            elif isinstance(part, dict) and isinstance(part.get("inlineData"), dict):
-                images.append(str(part["inlineData"].get("data") or ""))
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            else:
-                texts.append(text_or_json(part))
+        texts, images = result_parts(call.get("result"))
         self.b.tool_result(self.st, parse_ts(call.get("timestamp")) or ts, opt_str(call, "id"), "\n".join(texts),
                            images, is_error=call.get("status") == "error")
 

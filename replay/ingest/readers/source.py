@@ -336,11 +336,9 @@ class Records:
             try:
                 if not buf.skip_root():
                     return
-                if self.kind == "array":
-                    if (yield from self._array_body(buf, report, count)):
-                        buf.expect_end()
-                else:
-                    yield from self._object_body(buf, report, count)
+                body = self._array_body if self.kind == "array" else self._object_body
+                if (yield from body(buf, report, count)):
+                    buf.expect_end()
             except DocumentError as e:
                 self._skip(report, "invalid_json", e.line, str(e)[:80])
 
@@ -391,6 +389,24 @@ class Records:
         when the array closed (the rest of that line stays in ``buf``), False at the end of
         the file (a document still being written: a partial last element is reported).
         """
+        return (yield from self._body(buf, report, count, b"]", self._items, self._pretty_element, "record"))
+
+    def _object_body(self, buf: Buffer, report: ReadReport | None, count: list[int]):
+        """The fields of an object document (into ``meta``) and the records of its ``messages``.
+
+        Returns True when the object closed (the rest of that line stays in ``buf``), False
+        at the end of the file."""
+        return (yield from self._body(buf, report, count, b"}", self._fields, self._messages_field, "field"))
+
+    def _body(self, buf: Buffer, report: ReadReport | None, count: list[int], closer: bytes,
+              take, streamed, what: str):
+        """The members of an array or object whose opening bracket was read, up to ``closer``.
+
+        Each member is read line by line, counting brackets, and handed to ``take``; at the
+        start of a member ``streamed`` may read it itself (returning True, False at the end
+        of the file, None when it does not apply). Returns True when the container closed
+        (the rest of that line stays in ``buf``), False at the end of the file.
+        """
         depth, acc, start = 0, [], 0
         while True:
             start_line = buf.line
@@ -402,72 +418,52 @@ class Records:
                 if not s or s == b",":
                     continue
                 start = start_line
-                if s == b"{":
-                    closer = b"\n" + raw[: len(raw) - len(raw.lstrip())] + b"}"
-                    parts = [raw[:-1]]  # the closer's search starts at this line's newline
-                    while True:
-                        more, found = buf.until(closer, keep_from=-1)
-                        parts.append(more)
-                        body = b"".join(parts)
-                        if not found:
-                            self._skip(report, "truncated_last_line", count[0] + 1,
-                                       "the JSON document ends inside a record")
-                            return False
-                        if (yield from self._items(body, start, report, count, balanced_only=True)):
-                            break
+                done = yield from streamed(raw, s, start, buf, report, count)
+                if done is False:
+                    return False
+                if done:
                     continue
             d = depth_of(raw)
             if depth + d < 0:
                 pos = close_at(raw, depth)
-                if pos < 0 or raw[pos:pos + 1] != b"]":
+                if pos < 0 or raw[pos:pos + 1] != closer:
                     raise DocumentError(start_line, "brackets do not match")
                 acc.append(raw[:pos])
-                yield from self._items(b"".join(acc), start, report, count)
+                yield from take(b"".join(acc), start, report, count)
                 buf.push(raw[pos + 1:])
                 return True
             acc.append(raw)
             depth += d
             if depth == 0:
-                yield from self._items(b"".join(acc), start, report, count)
+                yield from take(b"".join(acc), start, report, count)
                 acc = []
         if acc:
-            self._skip(report, "truncated_last_line", count[0] + 1, "the JSON document ends inside a record")
+            self._skip(report, "truncated_last_line", count[0] + 1, f"the JSON document ends inside a {what}")
         return False
 
-    def _object_body(self, buf: Buffer, report: ReadReport | None, count: list[int]) -> Iterator[Record]:
-        """The fields of an object document (into ``meta``) and the records of its ``messages``."""
-        depth, acc, start = 0, [], 0
+    def _pretty_element(self, raw: bytes, s: bytes, start: int, buf: Buffer, report: ReadReport | None,
+                        count: list[int]):
+        """An array element opened by a ``{`` alone on its line, read up to its closing ``}``."""
+        if s != b"{":
+            return None
+        closer = b"\n" + raw[: len(raw) - len(raw.lstrip())] + b"}"
+        parts = [raw[:-1]]  # the closer's search starts at this line's newline
         while True:
-            start_line = buf.line
-            raw = buf.readline()
-            if raw is None:
-                break
-            if depth == 0 and not acc:
-                s = raw.strip()
-                if not s or s == b",":
-                    continue
-                start = start_line
-                if self._array_field(s):
-                    if not (yield from self._array_body(buf, report, count)):
-                        return
-                    continue
-            d = depth_of(raw)
-            if depth + d < 0:
-                pos = close_at(raw, depth)
-                if pos < 0 or raw[pos:pos + 1] != b"}":
-                    raise DocumentError(start_line, "brackets do not match")
-                acc.append(raw[:pos])
-                yield from self._fields(b"".join(acc), start, report, count)
-                buf.push(raw[pos + 1:])
-                buf.expect_end()
-                return
-            acc.append(raw)
-            depth += d
-            if depth == 0:
-                yield from self._fields(b"".join(acc), start, report, count)
-                acc = []
-        if acc:
-            self._skip(report, "truncated_last_line", count[0] + 1, "the JSON document ends inside a field")
+            more, found = buf.until(closer, keep_from=-1)
+            parts.append(more)
+            body = b"".join(parts)
+            if not found:
+                self._skip(report, "truncated_last_line", count[0] + 1, "the JSON document ends inside a record")
+                return False
+            if (yield from self._items(body, start, report, count, balanced_only=True)):
+                return True
+
+    def _messages_field(self, raw: bytes, s: bytes, start: int, buf: Buffer, report: ReadReport | None,
+                        count: list[int]):
+        """A ``"messages": [`` line of an object document: its records, streamed."""
+        if not self._array_field(s):
+            return None
+        return bool((yield from self._array_body(buf, report, count)))
 
     @staticmethod
     def _array_field(s: bytes) -> bool:
