@@ -91,6 +91,12 @@ class Checkpoint(NamedTuple):
     state: tuple | None
 
 
+_new_checkpoint = tuple.__new__
+_ADD_BLOCK_ORDER = ("session_key", "stream_id", "pos", "partition", "user_turn", "req_idx", "ts", "role", "kind",
+                    "tool_name", "tool_kind", "tool_use_key", "content_hash", "bytes", "tokens", "resource",
+                    "line_start", "line_end", "args_hash", "is_error")
+
+
 def _append(table: dict[str, list], row: dict[str, Any]) -> None:
     for col, value in row.items():
         table[col].append(value)
@@ -113,6 +119,7 @@ class TraceBuilder:
         self.extra_tokens: list[int] = []  # image tokens per block
         self.token_override: list[int | None] = []
         self.clean: dict[tuple[str, str], str] = {}  # (field, value) -> the value kept in the trace
+        self.kept_raw: dict[tuple[str, str], str] = {}  # (field, value as written) -> `kept`'s answer
         self.tools: dict[str, ToolCall] = {}  # tool_use id -> what its result inherits
         self.models: set[str] = set()
         self.last_model: dict[int, str] = {}  # stream id -> the model of its latest request naming one
@@ -121,11 +128,16 @@ class TraceBuilder:
         self.t_min: int | None = None
         self.t_max: int | None = None
         self.line_hasher = LineHasher(keys)
+        self._block_appends = tuple(self.trace.blocks[c].append for c in _ADD_BLOCK_ORDER)
 
     # --- values kept as written ----------------------------------------------------------------
     def kept(self, field: str, value: str) -> str:
         """``value`` when it matches ``field``'s grammar (a model: `identifiers.kept_model`, a public
         model id), else its keyed pseudonym (counted once per file)."""
+        out = self.kept_raw.get((field, value))  # asked once per request: the same few values again and again
+        if out is not None:
+            return out
+        raw = value
         if field == "agent_version":  # major.minor.patch only: a pre-release or build suffix can name anything
             value = kept_version(value) or value
         key = (field, value if len(value) <= 256 else "\0" + self.keys.short(field, value, 16))
@@ -137,6 +149,8 @@ class TraceBuilder:
                 out = f"{_PSEUDONYM_PREFIX[field]}-{self.keys.short(field, value, 8)}"
                 self.report.pseudonymize(field, self.path, out)
             self.clean[key] = out
+        if len(raw) <= 256:
+            self.kept_raw[(field, raw)] = out
         return out
 
     def tool_name(self, name: str) -> str:
@@ -184,27 +198,31 @@ class TraceBuilder:
             req_idx = st.idle_req_idx
         else:
             req_idx = self.trace.requests["req_idx"][st.open_req]
-        # one append per column, written out: this is the hot path of ingest
-        b["session_key"].append(None)
-        b["stream_id"].append(st.sid)
-        b["pos"].append(st.n_blocks)
-        b["partition"].append(st.partition)
-        b["user_turn"].append(st.user_turn)
-        b["req_idx"].append(req_idx)
-        b["ts"].append(ts)
-        b["role"].append(role)
-        b["kind"].append(kind)
-        b["tool_name"].append(tool_name)
-        b["tool_kind"].append(tool_kind)
-        b["tool_use_key"].append(self.keys.short("tool_use", tool_use_id, 16) if tool_use_id else None)
-        b["content_hash"].append(chash)
-        b["bytes"].append(nbytes if size is None else size)
-        b["tokens"].append(0)
-        b["resource"].append(resource)
-        b["line_start"].append(checks.small_int(line_start))
-        b["line_end"].append(checks.small_int(line_end))
-        b["args_hash"].append(args_hash)
-        b["is_error"].append(bool(is_error))
+        # one append per column, written out: this is the hot path of ingest (the columns' append
+        # methods are taken once: a rollback shortens the lists in place, only finish replaces them)
+        (a_session_key, a_stream_id, a_pos, a_partition, a_user_turn, a_req_idx, a_ts, a_role, a_kind, a_tool_name,
+         a_tool_kind, a_tool_use_key, a_content_hash, a_bytes, a_tokens, a_resource, a_line_start, a_line_end,
+         a_args_hash, a_is_error) = self._block_appends
+        a_session_key(None)
+        a_stream_id(st.sid)
+        a_pos(st.n_blocks)
+        a_partition(st.partition)
+        a_user_turn(st.user_turn)
+        a_req_idx(req_idx)
+        a_ts(ts)
+        a_role(role)
+        a_kind(kind)
+        a_tool_name(tool_name)
+        a_tool_kind(tool_kind)
+        a_tool_use_key(self.keys.short("tool_use", tool_use_id, 16) if tool_use_id else None)
+        a_content_hash(chash)
+        a_bytes(nbytes if size is None else size)
+        a_tokens(0)
+        a_resource(resource)
+        a_line_start(None if line_start is None else checks.small_int(line_start))
+        a_line_end(None if line_end is None else checks.small_int(line_end))
+        a_args_hash(args_hash)
+        a_is_error(bool(is_error))
         if tokens is not None and not 0 <= tokens <= MAX_BLOCK_TOKENS:
             tokens = None
         self.texts.append("" if tokens is not None else text)
@@ -217,8 +235,10 @@ class TraceBuilder:
             if self.pending_chars >= COUNT_BATCH_CHARS:
                 self.count_pending()
         if ts is not None:
-            self.t_min = ts if self.t_min is None else min(self.t_min, ts)
-            self.t_max = ts if self.t_max is None else max(self.t_max, ts)
+            if self.t_min is None or ts < self.t_min:
+                self.t_min = ts
+            if self.t_max is None or ts > self.t_max:
+                self.t_max = ts
         return row
 
     def rewrite_block(self, row: int, text: str) -> None:
@@ -320,13 +340,15 @@ class TraceBuilder:
         version = self.kept("agent_version", version) if isinstance(version, str) and version else None
         r = self.trace.requests
         row = len(r["req_idx"])
-        _append(r, {
-            "session_key": None, "stream_id": st.sid, "req_idx": st.n_req, "position": st.n_blocks,
-            "partition": st.partition, "user_turn": st.user_turn, "ts": ts, "model": model or "",
-            "msg_key": self.keys.short("message", msg_id, 16), **dict.fromkeys(USAGE_COLUMNS, 0),
-            "has_usage": False, "ttl_split_known": False, "resumed_copy": resumed, "speed": None,
-            "client_version": version, "client_event": st.event, "miss_reason": None, "miss_tokens": None,
-        })
+        for col, value in (  # a tuple of pairs, not a dict: one per request
+            ("session_key", None), ("stream_id", st.sid), ("req_idx", st.n_req), ("position", st.n_blocks),
+            ("partition", st.partition), ("user_turn", st.user_turn), ("ts", ts), ("model", model or ""),
+            ("msg_key", self.keys.short("message", msg_id, 16)), ("input_tokens", 0), ("cache_write_5m", 0),
+            ("cache_write_1h", 0), ("cache_read", 0), ("output_tokens", 0), ("has_usage", False),
+            ("ttl_split_known", False), ("resumed_copy", resumed), ("speed", None), ("client_version", version),
+            ("client_event", st.event), ("miss_reason", None), ("miss_tokens", None),
+        ):
+            r[col].append(value)
         st.event = None
         st.n_req += 1
         st.open_req = row
@@ -342,6 +364,8 @@ class TraceBuilder:
         msg_id: str | None = None, speed: str | None = None,
     ) -> None:
         for v in (input_tokens, cache_read, cache_write_5m, cache_write_1h, output_tokens):
+            if type(v) is int and 0 <= v < checks.MAX_COUNT:  # the usual case, without a call
+                continue
             if checks.valid_count(v) is None or not isinstance(v, int):
                 raise checks.InvalidUsage(f"usage count {checks.describe(v)}")
         r = self.trace.requests
@@ -381,10 +405,11 @@ class TraceBuilder:
     # --- all or nothing -------------------------------------------------------------------
     def checkpoint(self, st: Stream | None) -> Checkpoint:
         """A mark to :meth:`rollback` to: the table lengths, the stream count and ``st``'s state."""
-        tr = self.trace
-        return Checkpoint(tr.n_blocks, tr.n_requests, len(tr.compactions["pos"]), len(tr.read_lines["pos"]),
-                          len(self.streams), st,
-                          st.state() if st is not None else None)
+        tr = self.trace  # once per record: lengths read directly, the tuple built without Checkpoint's __new__
+        return _new_checkpoint(Checkpoint, (len(tr.blocks["pos"]), len(tr.requests["req_idx"]),
+                                            len(tr.compactions["pos"]), len(tr.read_lines["pos"]), len(self.streams),
+                                            st, None if st is None else (st.partition, st.user_turn, st.n_blocks,
+                                                                         st.n_req, st.open_req, st.event)))
 
     def rollback(self, mark: Checkpoint) -> None:
         """Drop what was appended since ``mark`` (rows, new streams) and restore the stream's state.

@@ -63,6 +63,8 @@ def usage_count(usage: dict, key: str) -> int:
     v = usage.get(key)
     if v is None:
         return 0
+    if type(v) is int and 0 <= v < MAX_COUNT:  # the usual case, without a call
+        return v
     n = valid_count(v)
     if n is None:
         raise InvalidUsage(f"usage.{key} is {describe(v)}, not a token count (a non-negative integer below 2^40)")

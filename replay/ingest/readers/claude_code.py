@@ -242,23 +242,23 @@ class _ClaudeReader:
             self._user(rec, msg, st, ts)
 
     def _assistant(self, line: int, rec: dict, msg: dict, st: Stream, ts: int | None, sid: str | None) -> None:
-        mid = msg.get("id")
-        content = msg.get("content")
+        mid, content = msg.get("id"), msg.get("content")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
         if not isinstance(content, list):
             self.b.report.skip("malformed_record", self.b.path, line, "assistant content is neither text nor a list")
             return
-        if not isinstance(msg.get("model"), (str, type(None))):
+        model = msg.get("model")
+        if not isinstance(model, (str, type(None))):
             # a number or object is no model name: kept, it would be priced as a model called "42"
             # and stop every command that prices the dataset
             self.b.report.skip("malformed_record", self.b.path, line, "assistant model is not text")
             return
-        if msg.get("model") != SYNTHETIC_MODEL and not isinstance(mid, str):
-            mid = self._synthetic_id(line, rec, st)
-        if msg.get("model") != SYNTHETIC_MODEL:
+        if model != SYNTHETIC_MODEL:
+            if not isinstance(mid, str):
+                mid = self._synthetic_id(line, rec, st)
             self._request(line, rec, msg, st, ts, mid, sid)
-        elif msg.get("model") == SYNTHETIC_MODEL and rec.get("isApiErrorMessage") is False:
+        elif rec.get("isApiErrorMessage") is False:
             # the answer Claude Code writes when it resumes a conversation that ended on a user message
             self.b.client_event(st, "resume")
         for part in content:
@@ -387,14 +387,14 @@ class _ClaudeReader:
             sid = rec.get("sessionId")
             if isinstance(sid, str):
                 self.last_session = sid
-            agent_id = rec.get("agentId") if isinstance(rec.get("agentId"), str) else None
+            agent_id = a if isinstance(a := rec.get("agentId"), str) else None
             sub = agent_progress(rec) if rec.get("type") == "progress" else None
             if sub is not None:
                 self._agent_progress(line, rec, *sub)
                 continue
-            if rec.get("isSidechain"):
+            if side := rec.get("isSidechain"):
                 sidechains.add(rec)
-            if rec.get("isSidechain") and isinstance(rec.get("uuid"), str):
+            if side and isinstance(rec.get("uuid"), str):
                 key = "agent:" + agent_id if agent_id else "side:" + sidechains.root_of(rec["uuid"])
                 self.add_record(line, rec, key, "sidechain", agent_id)
             else:
