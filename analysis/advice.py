@@ -29,21 +29,28 @@ DAYS_PER_MONTH = 30.44
 class Setting:
     scenario: str
     name: str
-    line: str
+    paste: str  # the line to paste
     since: str  # the first client version that has it
     source: str
     confidence: str  # "official" (changelog or docs), "reported" (third-party report)
     summary: str
+    alt: str = ""  # the same setting in another place (settings.json for a variable)
+
+    @property
+    def line(self) -> str:
+        return self.paste + (f"  (or {self.alt})" if self.alt else "")
 
 
 SETTINGS = (
     Setting("ttl_1h", "ENABLE_PROMPT_CACHING_1H",
-            'export ENABLE_PROMPT_CACHING_1H=1  (or in ~/.claude/settings.json: {"env": {"ENABLE_PROMPT_CACHING_1H": "1"}})',
+            'export ENABLE_PROMPT_CACHING_1H=1',
             "2.1.108", "Claude Code changelog 2.1.108: 1-hour prompt caching on API key, Bedrock, Vertex and Foundry",
-            "official", "every cache write with a 1-hour TTL"),
+            "official", "every cache write with a 1-hour TTL",
+            'in ~/.claude/settings.json: {"env": {"ENABLE_PROMPT_CACHING_1H": "1"}}'),
     Setting("ttl_5m", "FORCE_PROMPT_CACHING_5M",
-            'export FORCE_PROMPT_CACHING_5M=1  (or in ~/.claude/settings.json: {"env": {"FORCE_PROMPT_CACHING_5M": "1"}})',
-            "2.1.108", "Claude Code changelog 2.1.108", "official", "every cache write with a 5-minute TTL"),
+            'export FORCE_PROMPT_CACHING_5M=1',
+            "2.1.108", "Claude Code changelog 2.1.108", "official", "every cache write with a 5-minute TTL",
+            'in ~/.claude/settings.json: {"env": {"FORCE_PROMPT_CACHING_5M": "1"}}'),
     Setting("main_1h_sub_5m", "promptCacheTtl 1h, subagentPromptCacheTtl 5m",
             '~/.claude/settings.json: {"promptCacheTtl": "1h", "subagentPromptCacheTtl": "5m"}',
             "2.1.243", "reported for Claude Code 2.1.243 (third-party write-ups, October 2026; not yet in the official "
@@ -212,7 +219,7 @@ def advise(con, dataset: str, ds: Dataset, wi: dict[str, Any], brk: dict[str, An
         effect, effect_text = _in_effect(s.scenario, shares)
         has = None if newest is None else newest >= version_tuple(s.since)
         settings.append({
-            "lever": s.scenario, "setting": s.name, "line": s.line, "what": s.summary,
+            "lever": s.scenario, "setting": s.name, "line": s.line, "paste": s.paste, "what": s.summary,
             "client_versions": f"Claude Code {s.since} and later", "since": s.since,
             "your_client": pace["newest_version"], "your_client_has_it": has,
             "source": s.source, "confidence": s.confidence,
@@ -266,7 +273,7 @@ def first_line(adv: dict[str, Any] | None) -> str | None:
         return ("**Cache settings:** none would have saved money distinguishably on these logs"
                 + (f" ({', '.join(f'`{x}`' for x in on)} already in effect)" if on else "") + "; *Advice* below.")
     iv = best["per_month_interval"]
-    return (f"**Setting to try:** `{best['line'].split('  (')[0]}` ({best['client_versions']}): about "
+    return (f"**Setting to try:** `{best['paste']}` ({best['client_versions']}): about "
             f"{_m(best['per_month'])} a month [{_m(iv[0])}, {_m(iv[1])}] at these logs' pace; {best['how_sure']}.")
 
 
@@ -283,7 +290,7 @@ def markdown(adv: dict[str, Any] | None) -> list[str]:
           "predictive | how sure |", "|---|---|---|---|---|---|---|"]
     for s in adv["settings"]:
         iv = s["per_month_interval"]
-        md.append(f"| {s['setting']} | `{s['line'].split('  (')[0]}` | {s['client_versions']} ({s['confidence']}) | "
+        md.append(f"| {s['setting']} | `{s['paste']}` | {s['client_versions']} ({s['confidence']}) | "
                   f"{'yes' if s['in_effect'] else 'no' if s['in_effect'] is False else '?'}: {s['in_effect_evidence']} | "
                   f"{_m(s['per_month'])} [{_m(iv[0]) if iv else '-'}, {_m(iv[1]) if iv else '-'}] | "
                   f"{_m(s.get('predictive_per_month'))} | {s['how_sure']} |")

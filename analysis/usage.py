@@ -44,17 +44,6 @@ class UsageError(ValueError):
     """A filter or grouping this database cannot answer; the message says why."""
 
 
-def parse_day(text: str) -> date:
-    """YYYY-MM-DD or YYYYMMDD (ccusage's form)."""
-    t = text.strip()
-    for fmt in ("%Y-%m-%d", "%Y%m%d"):
-        try:
-            return datetime.strptime(t, fmt).date()
-        except ValueError:
-            pass
-    raise UsageError(f"{text!r} is not a date; expected YYYY-MM-DD (or YYYYMMDD)")
-
-
 def has_project_column(con, dataset: str | None = None) -> bool:
     """Whether the sessions (of ``dataset``, if named) record projects (`store.records_projects`)."""
     from replay.store import records_projects

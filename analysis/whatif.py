@@ -40,9 +40,10 @@ def whatif(ds: Dataset, opts: ReplayOptions, names: list[str] | None = None, n_r
     fidelity = _fidelity(keys, raw["groups"], recorded, usage)
     rows = _compare(keys, costs, writes, raw["names"], recorded, usage["recorded"], n_resamples)
     rep = reprice(ds, opts.prices, raw["names"])
+    counts = iv.resample_counts(len(keys), n_resamples) if keys else None  # one draw for every scenario
     assert rep["session_keys"] == keys
     for r in rows:
-        two_estimators(r, keys, rep, recorded, usage["recorded"], n_resamples)
+        two_estimators(r, keys, rep, recorded, usage["recorded"], counts)
     for r in rows:
         n = r["name"]
         r["totals"] = totals[n]
@@ -146,7 +147,7 @@ def _compare(keys, costs, writes, names, recorded, base_usage_cost, n_resamples)
 
 
 def two_estimators(row: dict, keys: list[str], rep: dict, recorded: dict, base_usage_cost: dict,
-                   n_resamples: int) -> None:
+                   counts) -> None:
     """Put the predictive replay's saving under ``predictive`` and the re-priced recorded events'
     under ``recorded_events`` (None where the lever needs the model), state their agreement, and
     make the headline cost figures (``saved``, ``saved_pct``, ``interval_pct``, ``baseline``,
@@ -177,9 +178,9 @@ def two_estimators(row: dict, keys: list[str], rep: dict, recorded: dict, base_u
         saved = float(b.sum() - r.sum())
         pct = saved / b.sum() if b.sum() else None
         interval = None
-        if keys and pct is not None:
+        if counts is not None and pct is not None:
             idx = np.asarray(sorted(range(len(keys)), key=lambda i: (b[i], keys[i])), dtype=np.int64)
-            got = iv.ratio_intervals(b[idx], r[idx][None, :], iv.resample_counts(len(keys), n_resamples),
+            got = iv.ratio_intervals(b[idx], r[idx][None, :], counts,
                                      np.array([pct]))[0]
             interval = None if got is None else {"low": 100 * got["low"], "high": 100 * got["high"]}
         recd = {"saved": saved, "saved_pct": None if pct is None else 100 * pct, "interval_pct": interval,

@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 
 # bench/replay.py is named like the package: keep this folder off the import path
+from _corpora import corpus_folders  # noqa: E402 (this folder, before it leaves the import path)
+
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "replay.cli"]
@@ -88,23 +90,6 @@ def issue14_rule(db: Path) -> dict[str, int]:
         for k in ("hints", "hints_verified", "hints_trusted", "trust_refuted"):
             tot[k] = tot.get(k, 0) + int(figs.get(k, 0))
     return tot
-
-
-def corpus_folders(ap: argparse.ArgumentParser, paths: list[Path], logs: Path, names: list[str] | None,
-                   default: tuple[str, ...]) -> dict[str, Path]:
-    """Name (of its database) -> log folder: the folders given, the --corpus names under --logs, else the defaults."""
-    if not paths or names:
-        paths = [*paths, *(logs / n for n in names or (() if paths else default))]
-    missing = [str(p) for p in paths if not p.is_dir()]
-    if missing:
-        ap.error("not a folder: " + ", ".join(missing))
-    out: dict[str, Path] = {}
-    for p in paths:
-        name = p.resolve().name
-        while name in out:  # two folders of the same name: their databases apart
-            name += "_"
-        out[name] = p
-    return out
 
 
 def main(argv: list[str] | None = None) -> None:

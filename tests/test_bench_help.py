@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
-SCRIPTS = sorted(BENCH.glob("*.py"))
+SCRIPTS = sorted(p for p in BENCH.glob("*.py") if not p.name.startswith("_"))  # _x.py: shared, not a script
 
 
 def test_there_are_bench_scripts():

@@ -72,7 +72,7 @@ def _first_write(st: Stream, models: list[str], prices: PriceTable) -> dict | No
 
 def measure(ds: Dataset, prices: PriceTable) -> dict[str, Any]:
     """Per session (``ds.sessions`` order) every setting the cache claims need (module docs)."""
-    from replay.experiments.whatif_recorded import reprice_stream
+    from replay.experiments.whatif_recorded import reprice_stream, stream_events
 
     models, tools = ds.vocab.models, ds.vocab.tool_names
     cols = ("recorded", "ttl_1h", "ttl_5m", "split", "sub_1h", "sub_writes", "w5", "w1h",
@@ -84,8 +84,9 @@ def measure(ds: Dataset, prices: PriceTable) -> dict[str, Any]:
         for st in s.streams:
             sub = is_subagent(st)
             rec = reprice_stream(st, models, prices, tools, None)["cost"]
-            one = reprice_stream(st, models, prices, tools, "ttl_1h")["cost"]
-            five = reprice_stream(st, models, prices, tools, "ttl_5m")["cost"]
+            ev = stream_events(st, models, prices, tools)  # the breaks classified once for both TTLs
+            one = reprice_stream(st, models, prices, tools, "ttl_1h", ev)["cost"]
+            five = reprice_stream(st, models, prices, tools, "ttl_5m", ev)["cost"]
             acc["recorded"] += rec
             acc["ttl_1h"] += one
             acc["ttl_5m"] += five

@@ -65,7 +65,7 @@ def supports(name: str) -> bool:
     return name in LEVERS
 
 
-def _events(st: Stream, models: list[str], prices: PriceTable, tool_names: list[str]) -> dict[int, dict]:
+def stream_events(st: Stream, models: list[str], prices: PriceTable, tool_names: list[str]) -> dict[int, dict]:
     """Per request index with usage and an earlier one: previous request j, idle ms, the
     recorded TTL of j's entry, and the break's cause/reason and re-billed tokens (if a break)."""
     rows, _, _ = classify_stream(st, models, prices, tool_names)
@@ -118,14 +118,18 @@ def _cost(r: Rates, u: list[float], out: float, ttl_ms: int | None) -> float:
     return r.cost(u[0], w, 0.0, u[3], out) if ttl_ms == TTL_MS["5m"] else r.cost(u[0], 0.0, w, u[3], out)
 
 
-def reprice_stream(st: Stream, models: list[str], prices: PriceTable, tool_names: list[str], name: str | None
-                   ) -> dict[str, float]:
+def reprice_stream(st: Stream, models: list[str], prices: PriceTable, tool_names: list[str], name: str | None,
+                   events: dict[int, dict] | None = None) -> dict[str, float]:
     """A stream's cost (and pings) over its requests with usage: as recorded (``name`` None) or
-    under the named lever."""
+    under the named lever. ``events``: the stream's `stream_events`, when the caller prices
+    several levers (the breaks are classified once)."""
     kind, param = LEVERS[name] if name else ("recorded", None)
     if kind == "split":  # a TTL per stream kind: the main conversation's, every other stream's
         kind, param = "ttl", param[0] if st.kind == "main" else param[1]
-    events = _events(st, models, prices, tool_names) if name else {}
+    if not name:
+        events = {}
+    elif events is None:
+        events = stream_events(st, models, prices, tool_names)
     first = next((k for k in range(st.n_requests) if st.r_has_usage[k]), None)
     warm = float(st.r_read[first]) if first is not None else 0.0
     cost = pings = 0.0
@@ -192,10 +196,11 @@ def reprice(ds: Dataset, prices: PriceTable, names: list[str]) -> dict[str, Any]
     for s in ds.sessions:
         keys.append(s.session_key)
         base.append(sum(reprice_stream(st, models, prices, tools, None)["cost"] for st in s.streams))
+        events = [stream_events(st, models, prices, tools) for st in s.streams] if names else []
         for n in names:
             c = p = 0.0
-            for st in s.streams:
-                f = reprice_stream(st, models, prices, tools, n)
+            for st, ev in zip(s.streams, events):
+                f = reprice_stream(st, models, prices, tools, n, ev)
                 c += f["cost"]
                 p += f["keepalive_pings"]
             costs[n].append(c)
