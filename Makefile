@@ -7,8 +7,9 @@ BIN := $(VENV)/bin
 .PHONY: demo test install install-dev notebooks bench clean
 
 $(BIN)/python:
+	@echo "creating the virtual environment $(VENV) and upgrading its pip (a few seconds)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install --upgrade pip
 
 # byte-compiled once here: where PYTHONDONTWRITEBYTECODE is set, every command would otherwise
 # compile the editable sources again (about 0.1 s of each `ctxreplay` start-up)
@@ -23,6 +24,7 @@ install-dev: $(BIN)/python
 	$(BIN)/python -m compileall -q replay analysis
 
 demo: install
+	@echo "running the demo on the embedded synthetic sample: ingest, fidelity, every policy, a sweep, the report"
 	$(BIN)/ctxreplay demo
 
 # JupyterLab and a kernel for notebooks/ (after `make demo`: they read its out/demo.duckdb)

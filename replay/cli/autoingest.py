@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from replay.cli.console import byte_progress, clean, err, esc, fail, warn
+from replay.cli.console import clean, err, esc, fail, ingest_progress, warn
 
 DB_SOURCE = "ctxreplay.db_source"  # ctx.meta: "option", "env" or "default"
 DATASET = "default"
@@ -95,16 +95,22 @@ def _first_existing(folder: Path) -> Path:
     return next((p for p in (folder, *folder.parents) if os.path.lexists(p)), folder)
 
 
+QUIET_HELP = ("No progress nor summary of the automatic ingest on stderr (its warnings and errors still print); "
+              "machine-readable output (--json, --csv, --format) is as quiet.")
+
+
 def auto_ingest_option(f):
-    """`--ingest/--no-ingest` and the automatic ingest before the command runs. Place it above
-    `format_option` so the command's --json/--csv/--format quieten it."""
+    """`--ingest/--no-ingest`, `--quiet` and the automatic ingest before the command runs. Place
+    it above `format_option` so the command's --json/--csv/--format quieten it."""
 
     @functools.wraps(f)
-    def run(*args, auto_ingest: bool | None, **kw):
-        quiet = bool(kw.get("as_json") or kw.get("as_csv")) or kw.get("table_format", "table") != "table"
+    def run(*args, auto_ingest: bool | None, ingest_quiet: bool, **kw):
+        machine = bool(kw.get("as_json") or kw.get("as_csv")) or kw.get("table_format", "table") != "table"
+        quiet = ingest_quiet or machine
         ingest_default_roots(kw["db"], kw.get("dataset"), auto_ingest, quiet=quiet)
         return f(*args, **kw)
 
+    run = click.option("--quiet", "-q", "ingest_quiet", is_flag=True, help=QUIET_HELP)(run)
     return click.option("--ingest/--no-ingest", "auto_ingest", default=None, help=INGEST_HELP)(run)
 
 
@@ -156,16 +162,13 @@ def _ingest(db: Path, dataset: str, paths: list[Path], strict: bool, quiet: bool
         master = open_master_key(None, warn=warn)
     except (ValueError, OSError) as e:
         fail(f"cannot ingest the default log folders: {e}")
-    progress = byte_progress("ingest", disable=quiet, auto_refresh=False)
+    # a first run (no database yet) says at once what it reads; later ones only if reading takes a while
+    progress = ingest_progress("ingest", disable=quiet, eager=not db.exists(),
+                               source=f"from {clean(', '.join(shown(p) for p in paths))} into {clean(db)}")
     try:
         with progress:
-            task = progress.add_task("", total=None)
-            summary = ingest(
-                paths, db, dataset=dataset, master_key=master, jobs=None,  # a first run's tree: every core
-                on_total=lambda n: progress.update(task, total=n, refresh=True),
-                on_progress=lambda n, name: progress.update(task, advance=n, description=clean(name[:40]),
-                                                            refresh=True),
-            )
+            summary = ingest(paths, db, dataset=dataset, master_key=master, jobs=None,  # a first run's tree: every core
+                             on_total=progress.total, on_progress=progress.advance)
     except (store.StoreError, ValueError, OSError) as e:
         if strict or not db.exists():
             fail(f"cannot ingest the default log folders into {db}: {e}")

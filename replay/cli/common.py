@@ -21,7 +21,9 @@ from rich.console import Console
 
 # the consoles, safe messages and progress bars live below this module (`replay.cli.autoingest`
 # needs them too, and this module needs it); commands import them from here
-from replay.cli.console import byte_progress, clean, count_progress, err, esc, fail, out, warn  # noqa: F401
+from replay.cli.console import (  # noqa: F401
+    byte_progress, clean, count_progress, err, esc, fail, ingest_progress, out, warn
+)
 from replay.cli.fmt import PIPE_WIDTH  # noqa: F401  (re-exported: the width `fmt.table_width` falls back to)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

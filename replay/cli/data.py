@@ -10,8 +10,8 @@ from rich.table import Table
 
 from replay.cli.autoingest import auto_ingest_option
 from replay.cli.common import (
-    DB_OPTION, QUIET_OPTION, byte_progress, clean, dataset_option, echo_json, esc, fail, fail_on, fmt_ts, format_option,
-    json_option, key_file_option, open_db, out, out_dir_option, pick_dataset, print_table, warn
+    DB_OPTION, clean, dataset_option, echo_json, esc, fail, fail_on, fmt_ts, format_option,
+    ingest_progress, json_option, key_file_option, open_db, out, out_dir_option, pick_dataset, print_table, warn
 )
 from replay.cli.fmt import count, fit, wide_option
 from replay.cli.usage import filter_options
@@ -28,7 +28,8 @@ from replay.ingest.readers.report import REPAIRS as REPAIRED  # what each repair
               help="Worker processes that read, parse and token-count files (one writer; no short form: -j is --json) "
                    "[default: every core, up to 4, for a new database fed 16 MB of logs or more (on Linux); else 1].")
 @json_option("Print the summary as JSON.")
-@QUIET_OPTION
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (a bar on a terminal, else a line when "
+              "reading starts, every few seconds and at the end).")
 def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | None, jobs: int | None, as_json: bool,
            quiet: bool) -> None:
     """Ingest agent logs (files or directory trees) into content-free traces.
@@ -60,15 +61,13 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
     with fail_on(ValueError, OSError):
         master = open_master_key(key_file, warn=warn)
     # refreshed per file rather than by a thread: with no other thread running, --jobs workers
-    # are forked (they start with every module imported), which is what makes --jobs 2 pay
-    progress = byte_progress("ingest", disable=quiet or as_json, auto_refresh=False)
-    with progress, fail_on(store.StoreError, ValueError, OSError):
-        task = progress.add_task("", total=None)
-        summary = run_ingest(
-            list(paths), db, dataset=dataset, master_key=master, jobs=jobs,
-            on_total=lambda n: progress.update(task, total=n, refresh=True),
-            on_progress=lambda n, name: progress.update(task, advance=n, description=clean(name[:40]), refresh=True),
-        )
+    # are forked (they start with every module imported), which is what makes --jobs 2 pay.
+    # Without a terminal: plain lines on stderr (where from, every few seconds, done)
+    shown = ", ".join(clean(p) for p in paths[:2]) + (f" and {len(paths) - 2:,} more" if len(paths) > 2 else "")
+    progress = ingest_progress("ingest", disable=quiet or as_json, source=f"from {shown} into {clean(db)}")
+    with fail_on(store.StoreError, ValueError, OSError), progress:
+        summary = run_ingest(list(paths), db, dataset=dataset, master_key=master, jobs=jobs,
+                             on_total=progress.total, on_progress=progress.advance)
     if as_json:
         echo_json(summary.as_dict(), default=None)
     else:
