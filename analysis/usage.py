@@ -155,7 +155,7 @@ def usage(con, dataset: str, by: str = "day", filters: Filters | None = None, pr
     if by not in GROUPS:
         raise UsageError(f"--by {by!r}: expected one of {', '.join(GROUPS)}")
     f = filters or Filters()
-    prices = prices or PriceTable()
+    prices = (prices or PriceTable()).bind(dataset)
     with_project = has_project_column(con, dataset)
     if not with_project and (by == "project" or f.projects):
         raise UsageError(NO_PROJECT_MESSAGE)

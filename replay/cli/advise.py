@@ -50,6 +50,7 @@ def advise(db, dataset, jobs, prices_file, price_date, since, until, projects, m
     prices = price_table(prices_file, price_date)
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
+    prices.bind(dataset, key_file)
     slc, ds = sliced(slices.load_slice, con, dataset, since, until, projects, models, agents, tz_name, key_file)
     names = [s.scenario for s in SETTINGS] + list(HABITS) + list(MODEL_CHOICE) + list(PROVIDER)
     progress = count_progress("advise", "{task.completed}/{task.total}", disable=as_json)

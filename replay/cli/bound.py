@@ -52,6 +52,8 @@ def bound(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_
         opts = {v: make_options(ttl, breakpoints, VARIANT_EVICTIONS[v], prices_file, price_date) for v in chosen}
     con = open_db(db, read_only=no_store)
     dataset = pick_dataset(con, dataset, db)
+    for o in opts.values():
+        o.prices.bind(dataset)
     ds = runs.load(con, dataset)
     got = {}
     with fail_on(PriceError):

@@ -61,6 +61,7 @@ def breaks(db, dataset, session, limit, prices_file, price_date, as_json):
         prices = PriceTable.from_toml(prices_file, date) if prices_file else PriceTable(date)
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
+    prices.bind(dataset)
     with fail_on(PriceError, ValueError):
         rows, summary = find(con, dataset, prices=prices, session=session, top=10 ** 9)
     n = limit if limit is not None else (None if as_json else DEFAULT_LIMIT)

@@ -57,6 +57,7 @@ def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price
         opts = make_options(ttl, breakpoints, observed_evictions, prices_file, price_date)
     con = open_db(db, read_only=False)
     dataset = pick_dataset(con, dataset, db)
+    opts.prices.bind(dataset)
     ds = runs.load(con, dataset)
     with fail_on(PriceError):
         got = compute_claims(con, ds, opts, compare, iv)

@@ -45,6 +45,7 @@ def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, pri
         opts = make_options(ttl, breakpoints, observed_evictions, prices_file, price_date)
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
+    opts.prices.bind(dataset)
     with fail_on(PriceError):
         report = run_validate(con, dataset, opts)
     given = plot_path is not None

@@ -308,7 +308,7 @@ def report(db, dataset, out_dir, objective, max_risk, min_saving, since, until, 
     dataset = pick_dataset(con, dataset, db)
     slc, _ = _wanted_slice(con, dataset, (since, until, projects, models, agents, tz_name, key_file))
     con.close()
-    prices = price_table(prices_file, price_date) if prices_file or price_date else None
+    prices = price_table(prices_file, price_date).bind(dataset, key_file) if prices_file or price_date else None
     with fail_on(ValueError, OSError, PriceError):
         res = build(db, dataset, out_dir, objective=objective, max_risk=limits, slice=slc, min_per_session=min_saving,
                     prices=prices)

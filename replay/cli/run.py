@@ -187,6 +187,8 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
         opts = {v: make_options(ttl, breakpoints, VARIANT_EVICTIONS[v], prices_file, price_date, detail)
                 for v in chosen}
     con, dataset, ds, slc = _load_dataset(db, dataset, (since, until, projects, models, agents, tz_name, key_file))
+    for o in opts.values():
+        o.prices.bind(dataset, key_file)
     progress = count_progress(f"replay {policy.name}", "{task.completed}/{task.total}", disable=as_json)
     done: dict[str, dict] = {}
     with fail_on(PriceError), progress:

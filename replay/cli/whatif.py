@@ -75,6 +75,7 @@ def whatif(db, dataset, scenarios, jobs, list_only, prices_file, price_date, sin
     prices = price_table(prices_file, price_date)
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
+    prices.bind(dataset, key_file)
     # the slice and its sessions' arrays in one step below the commands (experiments)
     slc, ds = sliced(slices.load_slice, con, dataset, since, until, projects, models, agents, tz_name, key_file)
     progress = count_progress("whatif", "{task.completed}/{task.total}", disable=as_json)

@@ -196,13 +196,14 @@ def _whatif_rule(spec: SweepSpec, path: Path) -> None:
                       "(observed_evictions = \"none\"), so the points compare like with like")
 
 
-def _options(p: Point, prices_file: str | None, detail: bool = False) -> ReplayOptions:
+def _options(p: Point, prices_file: str | None, detail: bool = False, dataset: str = "default") -> ReplayOptions:
+    """The point's replay options; the price file's hidden model names keyed as ``dataset`` keys them."""
     cache = {k: v for k, v in p.cache.items() if k != "price_date"}
     if "lookback_blocks" in cache and cache["lookback_blocks"] in (0, "none", None):
         cache["lookback_blocks"] = None
     date = p.cache.get("price_date", DEFAULT_PRICE_DATE)
     prices = PriceTable.from_toml(Path(prices_file), date) if prices_file else PriceTable(date)
-    return ReplayOptions(CacheConfig(**cache), prices, detail)
+    return ReplayOptions(CacheConfig(**cache), prices.bind(dataset), detail)
 
 
 def sweep_id(spec: SweepSpec, dataset: str, slice: dict | None = None) -> str:
@@ -263,7 +264,7 @@ def run_task(ds_ref: Any, policy: str, params: dict, cache: dict, prices_file: s
     if _SLOW_MS:
         time.sleep(_SLOW_MS / 1000)  # tests: make a sweep slow enough to be killed midway
     pol = build(policy, params)
-    opts = _options(Point(params, cache), prices_file)
+    opts = _options(Point(params, cache), prices_file, dataset=ds.name)
     keys, rows, extras = [], [], []
     for i in session_idx:
         s = ds.sessions[i]
@@ -336,7 +337,7 @@ def run_sweep(
             skipped_sessions += len(done)
             if row is None:
                 pol = build(p.policy or spec.policy, p.params)
-                opts = _options(p, spec.prices)
+                opts = _options(p, spec.prices, dataset=dataset)
                 start_run(con, pol, opts, dataset, sid, run_id=rid, cache_extra={"sweep_spec": spec.source},
                           slice=slice)
             else:

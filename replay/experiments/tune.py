@@ -154,7 +154,7 @@ def tune(con, ds: Dataset, spec: SweepSpec, *, objective: str = "cost", limits: 
             tr = seen[key]
         else:
             policy = build(spec.policy, params)
-            run_id, results = run_policy(con, ds, policy, _options(point, spec.prices), sweep_id=tune_id)
+            run_id, results = run_policy(con, ds, policy, _options(point, spec.prices, dataset=ds.name), sweep_id=tune_id)
             # a policy's own counter (unseen_write_risk, ...) is not a session figure: 0 where it never counted
             names = [*SESSION_FIGURES, *(k for k in limits if k not in SESSION_FIGURES)]
             per = {r.session_key: r.figures for r in results}
@@ -177,7 +177,7 @@ def tune(con, ds: Dataset, spec: SweepSpec, *, objective: str = "cost", limits: 
         if build(spec.policy, t.params).params == defaults and not t.cache:
             default_key = t
     ref = reference_point(spec)
-    ref_policy, ref_opts = build("noop", {}), _options(ref, spec.prices)
+    ref_policy, ref_opts = build("noop", {}), _options(ref, spec.prices, dataset=ds.name)
     # the no-op replay is deterministic: an identical stored one is re-used, not stored twice
     ref_id = identical_run(con, ref_policy, ref_opts, ds.name, git_sha())
     if ref_id is None:

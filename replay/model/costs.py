@@ -14,7 +14,8 @@ Rates come from genai-prices (its version is recorded with every run), resolved 
 A model name the trace does not keep (not a public model id: `replay.ingest.identifiers.kept_model`)
 is stored as its keyed pseudonym ``model-<8 hex>``. The price file still names the raw model:
 its names are mapped through the dataset key when the table meets a pseudonym
-(``PriceTable.for_dataset(keys)``; without it, the key of ``$CTXREPLAY_KEY_FILE`` or
+(``PriceTable.for_dataset(keys)``, or ``bind(dataset, key_file)``, which every command that
+prices calls once it knows its dataset; without either, the key of ``$CTXREPLAY_KEY_FILE`` or
 ``~/.config/ctxreplay/key``, never created here, for dataset ``default``), and ``describe()``,
 which runs store, writes such a name as its pseudonym.
 
@@ -92,12 +93,12 @@ class PriceError(Exception):
 _PSEUDONYM_RX = re.compile(r"model-[0-9a-f]{8}")
 
 
-def _default_keys() -> Any:
-    """The Keyring of dataset ``default`` from the default key file, or None (never created here)."""
+def _default_keys(dataset: str = "default", key_file: Path | None = None) -> Any:
+    """The Keyring of ``dataset`` from ``key_file`` (else the default key file), or None (never created here)."""
     from replay.ingest.keys import KeyFileError, Keyring, default_key_path, load_or_create_master_key
 
     try:
-        return Keyring.for_dataset(load_or_create_master_key(default_key_path(), create=False), "default")
+        return Keyring.for_dataset(load_or_create_master_key(key_file or default_key_path(), create=False), dataset)
     except (KeyFileError, OSError):
         return None
 
@@ -233,6 +234,7 @@ class PriceTable:
         self.overrides = overrides or {}
         self.override_file = override_file
         self.keys = keys  # the dataset's Keyring: raw model names of the price file -> the trace's pseudonyms
+        self.dataset, self.key_file = "default", None  # where `keys` comes from when not given (`bind`)
         self._aliases: dict[str, str] | None = None
         self._cache: dict[str, Rates] = {}
         self._when = datetime.combine(_price_day(price_date, override_file), datetime.min.time(), tzinfo=timezone.utc)
@@ -242,13 +244,28 @@ class PriceTable:
         price for a raw name the trace pseudonymizes reaches its ``model-<hash>``."""
         return PriceTable(self.price_date, self.overrides, self.override_file, keys=keys)
 
+    def bind(self, dataset: str, key_file: Path | None = None) -> "PriceTable":
+        """Map the price file's raw model names through ``dataset``'s key (read from ``key_file``, else
+        the key file bound before, else the default one) unless the table was given its keys; returns
+        the table. A command calls it once it knows which dataset it prices: a name hidden as
+        ``model-<hash>`` is keyed per dataset."""
+        key_file = key_file if key_file is not None else self.key_file
+        if self.keys is None and (dataset, key_file) != (self.dataset, self.key_file):
+            self.dataset, self.key_file = dataset, key_file
+            self._aliases = None
+            self._cache.clear()
+        return self
+
+    def _keys(self) -> Any:
+        return self.keys or _default_keys(self.dataset, self.key_file)
+
     def _raw_name(self, model: str) -> str | None:
         """The price file's raw name whose pseudonym ``model`` is, if any."""
         if not _PSEUDONYM_RX.fullmatch(model) or model in self.overrides:
             return None
         if self._aliases is None:
             hidden = [n for n in self.overrides if not kept_model(n)]
-            keys = (self.keys or _default_keys()) if hidden else None
+            keys = self._keys() if hidden else None
             self._aliases = {model_pseudonym(keys, n): n for n in hidden} if keys is not None else {}
         return self._aliases.get(model)
 
@@ -296,7 +313,7 @@ class PriceTable:
         overrides, keys sorted) and its name, never its folder, so the same file given by a
         relative and an absolute path is one setting and no report or export shows where it is."""
         hidden = [n for n in self.overrides if not kept_model(n)]
-        keys = (self.keys or _default_keys()) if hidden else None
+        keys = self._keys() if hidden else None
         overrides = {model_pseudonym(keys, n) if keys is not None and n in hidden else n: v
                      for n, v in self.overrides.items()}  # a raw name the trace hides is not stored either
         return {"price_date": self.price_date, "library": library_version(),

@@ -1,0 +1,74 @@
+"""A price file naming a model the trace hides (``model-<hash>``, keyed per dataset) prices it in a
+dataset other than ``default``, in every command that prices (`PriceTable.bind`).
+
+Before, only the default dataset's key mapped the price file's raw names, so each of these
+commands stopped on a non-default dataset with "no price for model-<hash>".
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from replay.ingest.keys import load_or_create_master_key
+
+from test_hostile import run
+from test_hostile_vocab import _jsonl, claude_log
+
+MODEL = "zqx-gateway-model"  # not a public id: stored as its keyed pseudonym
+RATES = "input = 3\ncache_write_5m = 3.75\ncache_write_1h = 6\ncache_read = 0.3\noutput = 15\n"
+
+
+@pytest.fixture(scope="module")
+def other_db(tmp_path_factory):
+    d = tmp_path_factory.mktemp("prices-dataset")
+    logs = d / "logs"
+    _jsonl(logs / "a.jsonl", claude_log(MODEL, "a1"))
+    _jsonl(logs / "b.jsonl", claude_log(MODEL, "b1"))
+    db = d / "t.duckdb"
+    key = tmp_path_factory.getbasetemp() / "test.key"  # the key conftest gives every test (set per test)
+    load_or_create_master_key(key)
+    r = run("ingest", logs, "--db", db, "--dataset", "other", "-q", "--key-file", key)
+    assert r.exit_code == 0, r.output
+    prices = d / "p.toml"
+    prices.write_text(f'[models."{MODEL}"]\n{RATES}')
+    return db, prices
+
+
+@pytest.mark.parametrize("cmd", [
+    ["usage", "--no-ingest", "--by", "model", "--json"],
+    ["sessions", "--json"],
+    ["whatif", "--json"],
+    ["advise", "--json"],
+    ["breaks", "--json"],
+    ["replay", "--policy", "noop", "--json"],
+    ["validate", "--json"],
+    ["bound", "--json"],
+])
+def test_a_non_default_dataset_is_priced_from_the_raw_name(other_db, cmd):
+    db, prices = other_db
+    r = run(*cmd, "--db", db, "--dataset", "other", "--prices", prices)
+    assert r.exit_code == 0, r.output
+    assert "no price" not in r.output
+
+
+def test_the_price_reaches_the_figures(other_db):
+    db, prices = other_db
+    got = json.loads(run("usage", "--no-ingest", "--db", db, "--dataset", "other", "--prices", prices,
+                         "--by", "model", "--json").stdout)
+    assert got["totals"]["cost"] > 0 and got["totals"]["cost_complete"]
+    assert not got["unpriced_models"]
+
+
+def test_without_the_price_file_the_model_is_named_unpriced(other_db):
+    db, _ = other_db
+    got = json.loads(run("usage", "--no-ingest", "--db", db, "--dataset", "other", "--by", "model",
+                         "--json").stdout)
+    assert not got["totals"]["cost_complete"] and got["unpriced_models"]
+
+
+def test_sessions_cost_each_session(other_db):
+    db, prices = other_db
+    rows = json.loads(run("sessions", "--db", db, "--dataset", "other", "--prices", prices, "--json").stdout)
+    assert rows and all(r["cost_complete"] and r["cost"] > 0 for r in rows)
