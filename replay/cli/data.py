@@ -183,6 +183,7 @@ def sessions(db: Path, dataset: str | None, since, until, projects, models, agen
     prices = price_table(prices_file, price_date)
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
+    prices.bind(dataset, key_file)  # a hidden model name in the price file, keyed as this dataset keys it
     filters = make_filters(con, dataset, since, until, projects, models, agents, tz_name, key_file)
     costs = {r["key"]: r for r in recorded_usage(con, dataset, "session", filters, prices)["rows"]}
     rows = []

@@ -143,6 +143,7 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
     prices = price_table(prices_file, price_date)
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
+    prices.bind(dataset, key_file)  # a hidden model name in the price file, keyed as this dataset keys it
     filters = make_filters(con, dataset, since, until, projects, models, agents, tz_name, key_file)
     res = recorded_usage(con, dataset, by, filters, prices)
     if resolve_dir is not None:
