@@ -60,11 +60,14 @@ def _fetch(con, dataset: str, with_project: bool):
     """Every counted response of ``dataset`` with its session's agent (and project): a list of tuples."""
     project = "s.project" if with_project else "NULL"
     speed = "r.speed" if _has_column(con, "requests", "speed") else "NULL::VARCHAR"
+    # a response's day: the time of the line whose usage it counts (schema 11), as ccusage dates it
+    # (a response streamed across midnight), else its first line's
+    when = "coalesce(r.usage_ts, r.ts)" if _has_column(con, "requests", "usage_ts") else "r.ts"
     # one row per response: the original, not a resume's copy; then the fullest. A copy repeats the
     # original's lines verbatim (id, time, input counts), so two sessions that merely share message
     # ids (a generator's, or planted) are two responses each, as `sessions` counts them
     sql = f"""
-        SELECT r.session_key, s.agent, {project} AS project, r.ts, coalesce(r.model, '') AS model,
+        SELECT r.session_key, s.agent, {project} AS project, {when} AS ts, coalesce(r.model, '') AS model,
                coalesce(r.input_tokens, 0), coalesce(r.cache_write_5m, 0), coalesce(r.cache_write_1h, 0),
                coalesce(r.cache_read, 0), coalesce(r.output_tokens, 0), coalesce(r.has_usage, false),
                s.started_at, {speed} AS speed

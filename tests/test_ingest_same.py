@@ -33,18 +33,20 @@ VOLATILE = {"datasets": {"created_at"}, "schema_migrations": {"applied_at"},
 GOLDEN = {  # from 9fbd476; requests, schema_migrations and source_files from b81abdc (migration 10 adds
     # requests.miss_reason and miss_tokens, NULL on this corpus; trace revision 7 is in each file's hash);
     # source_files again for trace revision 8 (issue 37: model names outside the public ids are keyed),
-    # which is in each file's hash: no other row changes, this corpus names public models only
+    # which is in each file's hash: no other row changes, this corpus names public models only;
+    # requests, schema_migrations and source_files again for migration 11 and trace revision 9
+    # (requests.usage_ts): with usage_ts left out, requests still digests to 693f508f41fc73cc
     "blocks": "0c04ba441e3a580a",
     "compactions": "9e88aa39022c69a2",
     "datasets": "97a81ab333f9f2c1",
     "read_lines": "e77679620f5ef823",
-    "requests": "693f508f41fc73cc",
+    "requests": "064f932e5bb3a011",
     "run_requests": "e3b0c44298fc1c14",
     "run_sessions": "e3b0c44298fc1c14",
     "runs": "e3b0c44298fc1c14",
-    "schema_migrations": "1a79c9aeebc8c330",
+    "schema_migrations": "86d4fcd2b1d3397f",
     "sessions": "497ec543abc72ba3",
-    "source_files": "9b77cf3feb8d61ca",
+    "source_files": "84b8fb799a23e277",
     "streams": "132604c8358912f1",
     "summary": "e4e04fa764aa68b4",  # 2026-11-28: the summary's new shorter_versions list (issue 37)
 }

@@ -118,6 +118,7 @@ class TraceBuilder:
         self.pending_chars = 0
         self.extra_tokens: list[int] = []  # image tokens per block
         self.token_override: list[int | None] = []
+        self.usage_most: list[int] = []  # per request: the most output tokens a line of its usage gave (-1: none)
         self.clean: dict[tuple[str, str], str] = {}  # (field, value) -> the value kept in the trace
         self.kept_raw: dict[tuple[str, str], str] = {}  # (field, value as written) -> `kept`'s answer
         self.tools: dict[str, ToolCall] = {}  # tool_use id -> what its result inherits
@@ -346,9 +347,10 @@ class TraceBuilder:
             ("msg_key", self.keys.short("message", msg_id, 16)), ("input_tokens", 0), ("cache_write_5m", 0),
             ("cache_write_1h", 0), ("cache_read", 0), ("output_tokens", 0), ("has_usage", False),
             ("ttl_split_known", False), ("resumed_copy", resumed), ("speed", None), ("client_version", version),
-            ("client_event", st.event), ("miss_reason", None), ("miss_tokens", None),
+            ("client_event", st.event), ("miss_reason", None), ("miss_tokens", None), ("usage_ts", None),
         ):
             r[col].append(value)
+        self.usage_most.append(-1)
         st.event = None
         st.n_req += 1
         st.open_req = row
@@ -361,8 +363,11 @@ class TraceBuilder:
     def set_usage(
         self, row: int, *, input_tokens: int = 0, cache_read: int = 0, cache_write_5m: int = 0,
         cache_write_1h: int = 0, output_tokens: int = 0, has_usage: bool = True, ttl_split_known: bool = False,
-        msg_id: str | None = None, speed: str | None = None,
+        msg_id: str | None = None, speed: str | None = None, ts: int | None = None,
     ) -> None:
+        """The usage of request ``row`` (a later line's replaces an earlier one's). ``ts``: the line's
+        time, kept as the request's ``usage_ts`` when this line has more output tokens than every
+        earlier one (the line `ccusage` counts: a day's usage then falls where ccusage puts it)."""
         for v in (input_tokens, cache_read, cache_write_5m, cache_write_1h, output_tokens):
             if type(v) is int and 0 <= v < checks.MAX_COUNT:  # the usual case, without a call
                 continue
@@ -380,6 +385,9 @@ class TraceBuilder:
         r["speed"][row] = speed if speed in ("fast", "standard") else None
         if msg_id is not None:
             r["msg_key"][row] = self.keys.short("message", msg_id, 16)
+        if ts is not None and output_tokens > self.usage_most[row]:
+            self.usage_most[row] = output_tokens
+            r["usage_ts"][row] = ts
 
     def miss_reason(self, row: int, reason: Any, missed: Any) -> None:
         """The provider's account of a cache miss at request ``row``: its type, kept only when it
@@ -423,6 +431,7 @@ class TraceBuilder:
                 del col[n:]
         for col in (self.texts, self.counts, self.extra_tokens, self.token_override):
             del col[mark.n_blocks:]
+        del self.usage_most[mark.n_requests:]
         self.counted = min(self.counted, mark.n_blocks)
         self.pending_chars = sum(len(t) for t in self.texts[self.counted:])
         del self.streams[mark.n_streams:]

@@ -91,7 +91,10 @@ CLIENT_EVENTS = ("resume", "skill")
 # ``message.diagnostics.cache_miss_reason``) is kept per request (``miss_reason``, ``miss_tokens``).
 # 8: a model name is kept only when it is a public model id (`identifiers.kept_model`: the price
 # library's names and the shapes of public ids), else stored as ``model-<keyed hash>``.
-TRACE_REVISION = 8
+# 9: a response's usage time (``usage_ts``): the time of the first of its lines with the most
+# output tokens, the line whose usage `ccusage` counts, so that a response streamed across
+# midnight falls on the same day in both.
+TRACE_REVISION = 9
 
 # The provider's stated reasons for a cache miss (Claude Code from 2.1.119 writes them as
 # ``message.diagnostics.cache_miss_reason.type``). A closed vocabulary: any other value is
@@ -109,7 +112,7 @@ REQUEST_COLUMNS = (
     "session_key", "stream_id", "req_idx", "position", "partition", "user_turn", "ts",
     "model", "msg_key", "input_tokens", "cache_write_5m", "cache_write_1h", "cache_read",
     "output_tokens", "has_usage", "ttl_split_known", "resumed_copy", "speed", "client_version", "client_event",
-    "miss_reason", "miss_tokens",
+    "miss_reason", "miss_tokens", "usage_ts",
 )
 BLOCK_COLUMNS = (
     "session_key", "stream_id", "pos", "partition", "user_turn", "req_idx", "ts", "role",

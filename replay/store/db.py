@@ -48,7 +48,7 @@ _TYPES = {  # the DuckDB type of every trace column, as in MIGRATIONS
     "resumed_copy": _T, "pos": _I, "role": _S, "tool_name": _S, "tool_kind": _S, "tool_use_key": _S,
     "content_hash": _S, "bytes": _B, "tokens": _I, "resource": _S, "line_start": _I, "line_end": _I, "args_hash": _S,
     "is_error": _T, "trigger": _S, "pre_tokens": _B, "speed": _S, "project": _S,
-    "client_version": _S, "client_event": _S, "miss_reason": _S, "miss_tokens": _B, "first_line": _I, "line_hashes": "BIGINT[]", "preview": _T,
+    "client_version": _S, "client_event": _S, "miss_reason": _S, "miss_tokens": _B, "usage_ts": _B, "first_line": _I, "line_hashes": "BIGINT[]", "preview": _T,
 }
 _BOUNDS = {_I: 2**31, _B: 2**63}
 

@@ -210,4 +210,11 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE requests ADD COLUMN miss_tokens BIGINT;
         """,
     ),
+    (
+        11,
+        "the time of the line whose usage a response counts (a day's usage follows it, as ccusage's does)",
+        """
+        ALTER TABLE requests ADD COLUMN usage_ts BIGINT;
+        """,
+    ),
 ]

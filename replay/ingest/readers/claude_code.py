@@ -329,7 +329,7 @@ class _ClaudeReader:
             return
         # Every line repeats the same usage except output_tokens, which grows while
         # streaming: the last line wins.
-        self.b.set_usage(row, ttl_split_known=split_known, speed=usage.get("speed"), **counts)
+        self.b.set_usage(row, ttl_split_known=split_known, speed=usage.get("speed"), ts=ts, **counts)
         miss = msg["diagnostics"].get("cache_miss_reason") if isinstance(msg.get("diagnostics"), dict) else None
         if isinstance(miss, dict):
             self.b.miss_reason(row, miss.get("type"), miss.get("cache_missed_input_tokens"))
