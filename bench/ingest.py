@@ -11,6 +11,7 @@ run in a fresh process, on two synthetic Claude Code sessions written under ``--
 ``--size-mb`` MB (default 196) built by repeating turns of a synthetic session, and one file
 whose single assistant line holds a ``--line-mb`` MB (default 50) tool result. The baseline is
 the peak of the same command on a one-turn session (interpreter, DuckDB and tokenizer loaded).
+Each file is ingested twice, with the default ``--jobs`` and with ``--jobs 1``.
 
     python bench/ingest.py --memory [--size-mb 196] [--line-mb 50] [--tmp /tmp]
 
@@ -145,11 +146,12 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
 
 
-def peak_rss_mb(log: Path, work: Path) -> tuple[float, float]:
-    """(peak RSS in MB, seconds) of `ctxreplay ingest LOG` in a fresh process."""
+def peak_rss_mb(log: Path, work: Path, extra: tuple[str, ...] = ()) -> tuple[float, float]:
+    """(peak RSS in MB, seconds) of `ctxreplay ingest LOG [EXTRA]` into a new database in a fresh process."""
     db = work / f"{log.stem}.duckdb"
-    db.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "replay.cli", "ingest", str(log), "--db", str(db), "-q"]
+    for f in work.glob(db.name + "*"):
+        f.unlink()
+    cmd = [sys.executable, "-m", "replay.cli", "ingest", str(log), "--db", str(db), "-q", *extra]
     env = {**os.environ, "CTXREPLAY_KEY_FILE": str(work / "key")}
     t = time.perf_counter()
     r = subprocess.run([sys.executable, "-c", _PEAK, *cmd], env=env, capture_output=True, text=True, check=True)
@@ -166,13 +168,14 @@ def memory(size_mb: float, line_mb: float, tmp: Path | None) -> None:
         small = write_session(work / "small.jsonl", 0.01)
         big = write_session(work / "big.jsonl", size_mb)
         long = write_long_line(work / "longline.jsonl", line_mb)
-        base, _ = peak_rss_mb(small, work)
-        print(f"baseline (one-turn session): peak RSS {base:.0f} MB")
-        for label, path in (("session file", big), ("single long line", long)):
-            mb = path.stat().st_size / 1e6
-            peak, secs = peak_rss_mb(path, work)
-            print(f"{label}: {mb:.0f} MB -> peak RSS {peak:.0f} MB ({peak / mb:.2f}x the file; "
-                  f"{peak - base:.0f} MB above baseline) in {secs:.1f} s ({mb / secs:.1f} MB/s incl. start-up)")
+        for name, extra in (("default --jobs", ()), ("--jobs 1", ("--jobs", "1"))):
+            base, _ = peak_rss_mb(small, work, extra)
+            print(f"{name}: baseline (one-turn session): peak RSS {base:.0f} MB")
+            for label, path in (("session file", big), ("single long line", long)):
+                mb = path.stat().st_size / 1e6
+                peak, secs = peak_rss_mb(path, work, extra)
+                print(f"{name}: {label}: {mb:.0f} MB -> peak RSS {peak:.0f} MB ({peak / mb:.2f}x the file; "
+                      f"{peak - base:.0f} MB above baseline) in {secs:.1f} s ({mb / secs:.1f} MB/s incl. start-up)")
 
 
 def _run(cmd: list[str], env: dict, fresh: Path | None = None) -> tuple[float, str]:

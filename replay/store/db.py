@@ -56,14 +56,15 @@ TRACE_TABLES = {"sessions": SESSION_COLUMNS, "streams": STREAM_COLUMNS, "request
                 "blocks": BLOCK_COLUMNS, "compactions": COMPACTION_COLUMNS, "read_lines": READ_LINES_COLUMNS}
 
 
-def _arrow_table(cols: tuple[str, ...], data: dict[str, list]):
-    """Column lists as an Arrow table of the store's types: DuckDB scans it without a copy
-    (on the shared entire-cli corpus, 0.1 s for what took 1.0 s sent as JSON text through
-    ``from_json``). pyarrow is imported here, not at start-up: only a write needs it."""
-    from replay.store import arrow
+def _frame(cols: tuple[str, ...], data: dict[str, list]) -> tuple[dict, list[str]]:
+    """Column lists as NumPy arrays of the store's types that DuckDB scans in place, and the
+    SELECT expression of each column (`replay.store.columns`: neither pyarrow nor pandas is
+    loaded by an ingest; on the shared entire-cli corpus, about 0.1 s for what took 1.0 s sent
+    as JSON text through ``from_json``)."""
+    from replay.store import columns
 
     kinds = {_I: "int32", _B: "int64", _S: "string", _T: "bool", "BIGINT[]": "int64[]"}
-    return arrow.table({c: arrow.column(data[c], kinds[_TYPES[c]]) for c in cols})
+    return columns.frame({c: data[c] for c in cols}, {c: kinds[_TYPES[c]] for c in cols})
 
 
 def now() -> datetime:
@@ -326,21 +327,25 @@ def write_sessions(con, batch: list[PendingFile]) -> dict[str, str]:
                 kept.update(dict.fromkeys(other, retired))
         traces = [p.trace for p in batch if p.trace is not None and p.duplicate_of is None]
         for table, cols in TRACE_TABLES.items():
-            merged: dict[str, list] = {c: [] for c in cols}
-            for tr in traces:
-                for c in cols:
-                    if table == "sessions":
-                        merged[c].append(tr.session.get(c))
-                    else:
-                        merged[c].extend(getattr(tr, table)[c])
+            if len(traces) == 1 and table != "sessions":  # one file (a large one, often): its columns, not a copy
+                merged = getattr(traces[0], table)
+            else:
+                merged = {c: [] for c in cols}
+                for tr in traces:
+                    for c in cols:
+                        if table == "sessions":
+                            merged[c].append(tr.session.get(c))
+                        else:
+                            merged[c].extend(getattr(tr, table)[c])
             if merged[cols[0]]:
                 # not unregistered in a `finally`: after a failed or interrupted insert the
                 # transaction is aborted, so unregistering would raise and hide why; the rollback
                 # drops the registration, and the next one replaces it. A stop signal whose handler
                 # runs while DuckDB reads the table comes back as a DuckDB error: the CLI reports it
                 # as the stop it is (replay.cli.common.CleanGroup)
-                con.register("_ctxreplay_rows", _arrow_table(cols, merged))
-                con.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM _ctxreplay_rows")
+                arrays, exprs = _frame(cols, merged)
+                con.register("_ctxreplay_rows", arrays)
+                con.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(exprs)} FROM _ctxreplay_rows")
                 con.unregister("_ctxreplay_rows")
         con.executemany(
             "INSERT INTO source_files (dataset, file_key, version, content_hash, size_bytes, n_subagent_files, reader, "
