@@ -2,12 +2,19 @@
 
     python bench/sweep.py [--db FILE] [--sessions 1500] [--jobs 2] [--budget 60] [--strict]
     python bench/sweep.py --profile sweep.prof     # the same sweep in one process, under cProfile
+    python bench/sweep.py --cpu 300 [--figures F.npy]  # the replays' CPU over the first 300 sessions
 
 Without --db, generates the synthetic scale corpus (`ctxreplay generate --sessions N`,
 about devboy's published study size at 1,500) and ingests it first (minutes; reused from
 ``--cache``, default ~/.cache/ctxreplay/bench/, on the next run, and built again when the
 store's schema has moved on since). Prints wall time, blocks·configs/s, the peak resident
 memory of the driver and of the largest worker, and the machine's load.
+
+``--cpu N``: the same 101 points over the first N sessions of the corpus in this process, as a
+worker replays them (``run_task`` per point, the per-stream decisions warm, the dataset out of the
+cyclic collector's reach), timed with ``time.process_time()``: the replays alone, steadier than the
+wall time of the whole sweep on a shared machine; ``--figures`` saves their per-session figures
+(points x sessions x figures, float64) to compare two versions of the code exactly.
 
 Exit status: 1 when the sweep did not store every configuration of every session, or a
 process passed 2 GB; the wall-time budget (``--budget``, 60 s on 2 cores) is printed as a
@@ -86,6 +93,43 @@ def corpus(cache: Path, sessions: int) -> Path:
     return db
 
 
+def cpu(db: Path, n: int, figures: Path | None) -> int:
+    """The replays' CPU: the sweep's points over the first ``n`` sessions, in this process."""
+    import gc
+
+    from replay import store
+    from replay.engine.memo import forget_priced
+    from replay.experiments.sweep import load_spec, run_task
+    from replay.model.arrays import load_dataset
+
+    con = store.connect(db, read_only=True)
+    names = store.dataset_names(con)
+    if len(names) != 1:  # the sweep's own rule: it needs --dataset otherwise
+        con.close()
+        print(f"{db}: --cpu replays a database of one dataset, this one has {len(names)}", file=sys.stderr)
+        return 2
+    ds = load_dataset(con, names[0])
+    con.close()
+    ds.sessions = ds.sessions[:n]
+    gc.freeze()  # as a worker does once the dataset is loaded
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "spec.toml").write_text(SPEC)
+        spec = load_spec(Path(d) / "spec.toml")
+    points, idx = spec.baselines() + spec.points(), list(range(len(ds.sessions)))
+    run_task(ds, "noop", {}, {}, spec.prices, idx)  # the per-stream decisions, made once per worker
+    forget_priced(ds.sessions)
+    t = time.process_time()
+    res = [run_task(ds, p.policy or spec.policy, p.params, p.cache, spec.prices, idx) for p in points]
+    took = time.process_time() - t
+    print(f"{len(points)} points x {len(idx)} sessions in one process: {took:.2f} s CPU")
+    if figures is not None:
+        import numpy as np
+
+        np.save(figures, np.stack([r.values for r in res]))
+        print(f"figures: {figures}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", type=Path, default=None, help="an ingested database to sweep (default: the synthetic corpus)")
@@ -97,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", type=Path, metavar="FILE",
                     help="run the sweep in this process (--jobs 1) under cProfile, write the stats to FILE "
                          "and print the functions with the most time")
+    ap.add_argument("--cpu", type=int, metavar="N",
+                    help="time the replays of the 101 points over the first N sessions in this process (CPU seconds)")
+    ap.add_argument("--figures", type=Path, metavar="FILE", help="with --cpu: save the per-session figures (.npy)")
     args = ap.parse_args(argv)
     from replay import store
     from replay.experiments.sweep import load_spec, run_sweep
@@ -104,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     db = args.db if args.db is not None else corpus(args.cache, args.sessions)
     if not db.is_file():
         ap.error(f"{db}: no such database")
+    if args.cpu is not None:
+        return cpu(db, args.cpu, args.figures)
     jobs = 1 if args.profile else args.jobs
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as d:

@@ -288,7 +288,7 @@ def price_requests(st: Stream, vocab: Vocab, policy: Policy, opts: ReplayOptions
                         e[4] = tr + sttl
                         e[5] = sttl
             if t > cache.next_expiry:
-                cache._prune(t)
+                _prune(cache, t)
             bust = 0.0  # no retroactive change: nothing to bust
         elif is_auto:
             if rare:
@@ -401,6 +401,29 @@ def _rare_step(cache: StreamCache, st: Stream, eff: list[float], k: int, rules: 
         cache.drop_messages(model)
     if rules.evicts[k]:
         _evict(cache, st, eff, k, overhead, logged, t, is_auto, same)
+
+
+def _prune(cache: StreamCache, t: float) -> None:
+    """`StreamCache._prune` once ``t`` passed ``cache.next_expiry``: the live entries and the lowest
+    of their expiries in one loop, and the system entries' list rebuilt only when one of them
+    expired (the same entries, in the same order, as the method leaves). The method's two list
+    comprehensions and ``min`` took 2.9 us for 30 entries, this 1.5 us: a comprehension is a call."""
+    kept = []
+    keep = kept.append
+    nx = 1 << 62
+    for e in cache.entries:
+        x = e[4]
+        if x >= t:
+            keep(e)
+            if x < nx:
+                nx = x
+    cache.entries = kept
+    sys = cache.sys
+    for e in sys:
+        if e[4] < t:
+            cache.sys = [e for e in sys if e[4] >= t]
+            break
+    cache.next_expiry = nx
 
 
 def _detail_row(detail: dict[str, list], stream_id: int, k: int, figures: tuple) -> None:
