@@ -74,6 +74,12 @@ HABIT_BREAKS = {
                      "provider's tools_changed; in Claude Code 2.1.119+ also a stream's first ToolSearch call)",
 }
 SETTINGS_BY_SCENARIO = {s.scenario: s for s in SETTINGS}
+# Every setting above sets the TTL of each cache write (main conversation and subagents): one
+# applies at a time and their savings never add up. These pairs are outright opposites.
+OPPOSITES = (("ttl_1h", "ttl_5m"), ("main_1h_sub_5m", "main_5m_sub_1h"))
+OPPOSITE = {a: b for x, y in OPPOSITES for a, b in ((x, y), (y, x))}
+# the TTLs a setting gives (main conversation, subagents)
+TTLS = {"ttl_1h": ("1h", "1h"), "ttl_5m": ("5m", "5m"), "main_1h_sub_5m": ("1h", "5m"), "main_5m_sub_1h": ("5m", "1h")}
 
 
 def logs_pace(con, dataset: str, keys: list[str] | None = None) -> dict[str, Any]:
@@ -145,8 +151,7 @@ def _in_effect(scenario: str, shares: dict[str, Any], threshold: float = 0.9) ->
             return None
         return share >= threshold if ttl == "1h" else 1 - share >= threshold
 
-    want = {"ttl_1h": ("1h", "1h"), "ttl_5m": ("5m", "5m"), "main_1h_sub_5m": ("1h", "5m"),
-            "main_5m_sub_1h": ("5m", "1h")}[scenario]
+    want = TTLS[scenario]
     got = [at(m, want[0]), at(sub, want[1])]
     known = [g for g in got if g is not None]
     text = (f"main conversation {_pct_text(m)} of cache writes at 1 hour"
@@ -154,6 +159,21 @@ def _in_effect(scenario: str, shares: dict[str, Any], threshold: float = 0.9) ->
     if not known:
         return None, "the logs record no cache writes"
     return all(known), text
+
+
+def _rest(scenario: str, shares: dict[str, Any]) -> str:
+    """The cache writes of the logs not yet at the setting's TTLs, in words ("4% of the main
+    conversation's cache writes and 9% of subagents'"); "" when there are none. What the figure
+    of a setting already in effect prices: setting it again changes nothing the logs show."""
+    parts = []
+    for (who, label), ttl in zip((("main", "the main conversation's"), ("subagents", "subagents'")), TTLS[scenario]):
+        share = shares[who]["share_1h"]
+        rest = None if share is None else 1 - share if ttl == "1h" else share
+        if rest:
+            parts.append(f"{_pct_text(rest) if rest >= 0.005 else 'under 1%'} of {label}")
+    if not parts:
+        return ""
+    return parts[0] + " cache writes" + (f" and {parts[1]}" if len(parts) > 1 else "")
 
 
 def _pct_text(x: float | None) -> str:
@@ -164,10 +184,13 @@ def _monthly(x: float | None, days: float) -> float | None:
     return None if x is None else x * DAYS_PER_MONTH / days
 
 
-def _words(row: dict, in_effect: bool | None) -> str:
-    """How sure, in words: both estimators' intervals, their agreement."""
+def _words(row: dict, in_effect: bool | None, rest: str = "") -> str:
+    """How sure, in words: both estimators' intervals, their agreement. A setting already in
+    effect saves nothing by being set: its figure prices the writes not yet at its TTLs
+    (``rest``, `_rest`), said so."""
     if in_effect:
-        return "already in effect in these logs"
+        return "already in effect in these logs" + (
+            f"; its figure prices the other {rest} at its TTLs too, not a saving from setting it" if rest else "")
     iv = row["interval_pct"]["cost"]
     rec, pred = row.get("recorded_events"), row.get("predictive") or {}
     piv = pred.get("interval_pct")
@@ -217,6 +240,7 @@ def advise(con, dataset: str, ds: Dataset, wi: dict[str, Any], brk: dict[str, An
         if r is None:
             continue
         effect, effect_text = _in_effect(s.scenario, shares)
+        rest = _rest(s.scenario, shares) if effect else ""
         has = None if newest is None else newest >= version_tuple(s.since)
         settings.append({
             "lever": s.scenario, "setting": s.name, "line": s.line, "paste": s.paste, "what": s.summary,
@@ -225,9 +249,12 @@ def advise(con, dataset: str, ds: Dataset, wi: dict[str, Any], brk: dict[str, An
             "source": s.source, "confidence": s.confidence,
             "in_effect": effect, "in_effect_evidence": effect_text,
             "plan": plan_text,
-            **_money_row(r, days), "distinguishable": r["distinguishable"], "how_sure": _words(r, effect),
+            **_money_row(r, days), "distinguishable": r["distinguishable"], "how_sure": _words(r, effect, rest),
+            "excludes": [x.name for x in SETTINGS if x.scenario != s.scenario],
+            "opposite": SETTINGS_BY_SCENARIO[OPPOSITE[s.scenario]].name,
         })
     settings.sort(key=lambda x: (x["in_effect"] is True, -(x["per_month"] or 0.0)))
+    alternatives = _alternatives(settings)
     habits = []
     for name, (what, caveat) in HABITS.items():
         r = rows.get(name)
@@ -251,9 +278,51 @@ def advise(con, dataset: str, ds: Dataset, wi: dict[str, Any], brk: dict[str, An
              for fam, names in (("model_choice", MODEL_CHOICE), ("provider", PROVIDER))}
     return {"dataset": dataset, "days": days, "sessions": pace["sessions"], "plan": plan,
             "client_versions": [pace["oldest_version"], pace["newest_version"]],
-            "ttl_shares": shares, "settings": settings, "habits": habits, **apart,
+            "ttl_shares": shares, "settings": settings, "alternatives": alternatives, "habits": habits, **apart,
             "note": "dollars per month at the logs' pace: the saving on these logs times 30.44 / the days they "
                     "cover; settings, habits, model choice and provider are separate families, never ranked together"}
+
+
+def saves(s: dict[str, Any]) -> bool:
+    """Whether setting ``s`` would have saved money distinguishably: not in effect yet, and its
+    interval above 0."""
+    return not s["in_effect"] and (s["per_month"] or 0) > 0 and bool(s["interval_pct"]) and s["interval_pct"]["low"] > 0
+
+
+def _alternatives(settings: list[dict[str, Any]]) -> dict[str, Any]:
+    """The settings exclude each other (one TTL layout at a time): which pairs are opposites, and
+    which to pick among those that would save money: the largest saving (the settings come
+    sorted by it, so it is the first row), its interval beside the others'; ``pick`` None when
+    none would."""
+    names = {s["lever"]: s["setting"] for s in settings}
+    pairs = [[names[a], names[b]] for a, b in OPPOSITES if a in names and b in names]
+    note = ""
+    if len(names) > 1:
+        note = ("alternatives, set one only: each of these settings sets the TTL of every cache write, so their "
+                "savings do not add up" + (" (" + "; ".join(f"{_short(a)} is the opposite of {_short(b)}"
+                                                           for a, b in pairs) + ")" if pairs else ""))
+    good = [s for s in settings if saves(s)]
+    if len(good) > 1:
+        best, rest = good[0], good[1:]
+        iv = best["per_month_interval"]
+        overlap = any(s["per_month_interval"] and iv and s["per_month_interval"][1] >= iv[0] for s in rest)
+        note += (f"; of the {len(good)} that would save money, pick the one that saves most: {_short(best['setting'])} "
+                 f"({_per_month(best)}) rather than "
+                 + " or ".join(f"{_short(s['setting'])} ({_per_month(s)})" for s in rest)
+                 + ("; its point estimate is the largest, but the intervals overlap" if overlap else ""))
+        for s in rest:
+            s["how_sure"] += "; an alternative to the first row, which saves more (set one only)"
+    return {"opposites": pairs, "pick": good[0]["lever"] if good else None, "note": note}
+
+
+def _short(name: str) -> str:
+    """A setting's name where commas separate settings: `promptCacheTtl 1h + subagentPromptCacheTtl 5m`."""
+    return name.replace(", ", " + ")
+
+
+def _per_month(s: dict[str, Any]) -> str:
+    iv = s.get("per_month_interval")
+    return f"{_m(s['per_month'])} a month" + (f" [{_m(iv[0])}, {_m(iv[1])}]" if iv else "")
 
 
 def _m(x: float | None) -> str:
@@ -262,16 +331,29 @@ def _m(x: float | None) -> str:
     return ("+" if x > 0 else "-" if x < 0 else "") + f"${abs(x):,.2f}"
 
 
+def no_setting(adv: dict[str, Any], subject: str = "none") -> str:
+    """Why no setting is to try, agreeing with the rows: a setting already in effect whose
+    figure excludes 0 is named with what that figure prices (the writes not yet at its TTLs),
+    since setting it saves nothing more."""
+    on = [s for s in adv["settings"] if s["in_effect"]]
+    sure = [s for s in on if s["interval_pct"] and (s["interval_pct"]["low"] > 0 or s["interval_pct"]["high"] < 0)]
+    text = f"{subject} would have saved money distinguishably on these logs"
+    if sure:
+        return text + " beyond what is already in effect (" + "; ".join(
+            f"`{s['setting']}`: {_per_month(s)} prices the other "
+            f"{_rest(s['lever'], adv['ttl_shares']) or 'cache writes'} at its TTLs too, not a saving from setting it"
+            for s in sure) + ")"
+    names = ", ".join(f"`{s['setting']}`" for s in on)
+    return text + (f" ({names} already in effect)" if on else "")
+
+
 def first_line(adv: dict[str, Any] | None) -> str | None:
     """One sentence for the report's first screen: the setting to try, or why none."""
     if not adv or not adv["settings"]:
         return None
-    best = next((s for s in adv["settings"] if not s["in_effect"] and (s["per_month"] or 0) > 0
-                 and s["interval_pct"] and s["interval_pct"]["low"] > 0), None)
+    best = next((s for s in adv["settings"] if saves(s)), None)
     if best is None:
-        on = [s["setting"] for s in adv["settings"] if s["in_effect"]]
-        return ("**Cache settings:** none would have saved money distinguishably on these logs"
-                + (f" ({', '.join(f'`{x}`' for x in on)} already in effect)" if on else "") + "; *Advice* below.")
+        return f"**Cache settings:** {no_setting(adv)}; *Advice* below."
     iv = best["per_month_interval"]
     return (f"**Setting to try:** `{best['paste']}` ({best['client_versions']}): about "
             f"{_m(best['per_month'])} a month [{_m(iv[0])}, {_m(iv[1])}] at these logs' pace; {best['how_sure']}.")
@@ -294,6 +376,9 @@ def markdown(adv: dict[str, Any] | None) -> list[str]:
                   f"{'yes' if s['in_effect'] else 'no' if s['in_effect'] is False else '?'}: {s['in_effect_evidence']} | "
                   f"{_m(s['per_month'])} [{_m(iv[0]) if iv else '-'}, {_m(iv[1]) if iv else '-'}] | "
                   f"{_m(s.get('predictive_per_month'))} | {s['how_sure']} |")
+    alt = (adv.get("alternatives") or {}).get("note")
+    if alt:
+        md += ["", alt[0].upper() + alt[1:] + "."]
     if adv["habits"]:
         md += ["", "Habits (what you do, not a setting): " + "; ".join(
             f"{h['what']}: {_m(h['per_month'])} a month ({h['how_sure']}"

@@ -204,6 +204,8 @@ def two_estimators(row: dict, keys: list[str], rep: dict, recorded: dict, base_u
     row["worth_acting_on"] = row["distinguishable"] and row["worth_acting_on"] if recd is None else (
         row["distinguishable"] and recd["saved"] > 0 and recd["saved"] / max(len(keys), 1) >= PRACTICAL_PER_SESSION)
     row["headline"] = "recorded_events" if recd is not None else "predictive"
+    # what the headline cost figures are measured against: rows of both kinds differ in baseline
+    row["cost_baseline"] = "recorded_bill" if recd is not None else "model_only"
     if recd is not None:
         row["saved"]["cost"], row["saved_pct"]["cost"] = recd["saved"], recd["saved_pct"]
         row["interval_pct"]["cost"] = recd["interval_pct"]

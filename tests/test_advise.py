@@ -152,3 +152,86 @@ def test_plan_is_a_subscription_only_where_1h_writes_predate_the_api_key_setting
     late.request(ts=1000, w1h=1000, has_usage=True)
     assert advice.infer_plan(Dataset("t", [Session("s2", "claude-code", [late.stream()])], late.vocab))["plan"] == \
         "unknown"
+
+
+def test_opposite_settings_are_alternatives_and_the_larger_saving_is_the_pick():
+    ds = _ds(w5_main=500, w1h_main=500, w5_sub=200, w1h_sub=800)  # neither layout in effect
+    wi = {"scenarios": [_row("ttl_1h", 2.0, lo=0.5, hi=3.5), _row("ttl_5m", 1.0, lo=0.2, hi=1.8),
+                        _row("main_1h_sub_5m", 0.5, lo=-0.5, hi=1.5), _row("main_5m_sub_1h", -1.0, lo=-2.0, hi=0.5)]}
+    got = advice.advise(_Con(), "t", ds, wi)
+    alt = got["alternatives"]
+    assert alt["pick"] == "ttl_1h"  # both save money; the larger saving is the one to set
+    assert ["ENABLE_PROMPT_CACHING_1H", "FORCE_PROMPT_CACHING_5M"] in alt["opposites"]
+    assert ["promptCacheTtl 1h, subagentPromptCacheTtl 5m", "promptCacheTtl 5m, subagentPromptCacheTtl 1h"] in \
+        alt["opposites"]
+    by = {s["lever"]: s for s in got["settings"]}
+    assert by["ttl_5m"]["opposite"] == "ENABLE_PROMPT_CACHING_1H"
+    assert set(by["ttl_5m"]["excludes"]) == {s["setting"] for s in got["settings"]} - {"FORCE_PROMPT_CACHING_5M"}
+    # the note names the opposites and the pick with both intervals, a month each
+    note = alt["note"]
+    assert "ENABLE_PROMPT_CACHING_1H is the opposite of FORCE_PROMPT_CACHING_5M" in note
+    assert "pick the one that saves most: ENABLE_PROMPT_CACHING_1H (+$6.09 a month [+$1.52, +$10.65])" in note
+    assert "FORCE_PROMPT_CACHING_5M (+$3.04 a month [+$0.61, +$5.48])" in note
+    assert "the intervals overlap" in note
+    assert by["ttl_5m"]["how_sure"].startswith("probably saves") and "alternative to the first row" in \
+        by["ttl_5m"]["how_sure"]
+    assert "alternative" not in by["ttl_1h"]["how_sure"]
+    md = "\n".join(advice.markdown(got))
+    assert "Alternatives, set one only" in md
+
+
+def _in_effect_but_sure():
+    """Claude Code 2026's shape: main 96% at 1 hour, subagents 9%; `main_1h_sub_5m` is in effect
+    yet its interval excludes 0 (the other 4% and 9% of writes at its TTLs)."""
+    ds = _ds(w5_main=40, w1h_main=960, w5_sub=910, w1h_sub=90)
+    wi = {"scenarios": [_row("ttl_1h", 0.5, lo=-0.1, hi=1.2), _row("ttl_5m", -15.0, lo=-20.0, hi=-8.0),
+                        _row("main_1h_sub_5m", 0.66, lo=0.02, hi=1.45), _row("main_5m_sub_1h", -15.0, lo=-20, hi=-8)]}
+    return ds, wi
+
+
+def test_a_setting_in_effect_is_no_saving_and_the_summary_agrees_with_the_rows():
+    ds, wi = _in_effect_but_sure()
+    got = advice.advise(_Con(), "t", ds, wi)
+    by = {s["lever"]: s for s in got["settings"]}
+    s = by["main_1h_sub_5m"]
+    assert s["in_effect"] is True and s["interval_pct"]["low"] > 0  # the figure excludes 0 ...
+    assert s["how_sure"].startswith("already in effect in these logs; its figure prices the other 4% of the main "
+                                    "conversation's cache writes and 9% of subagents' at its TTLs too, not a saving "
+                                    "from setting it")
+    assert got["alternatives"]["pick"] is None
+    line = advice.first_line(got)  # ... and the summary says what it is, never "no setting" alone
+    assert line.startswith("**Cache settings:** none would have saved money distinguishably on these logs beyond "
+                           "what is already in effect (`promptCacheTtl 1h, subagentPromptCacheTtl 5m`: +$2.01 a "
+                           "month [+$0.06, +$4.41] prices the other 4%")
+
+
+REAL_ADVISE = advice.advise
+
+
+def _fake_advise(monkeypatch, ds, wi):
+    """`ctxreplay advise` on the sample database, printing the advice built from ``wi`` on ``ds``."""
+    monkeypatch.setattr(advice, "advise", lambda con, dataset, _ds, _wi, brk=None, keys=None: REAL_ADVISE(
+        _Con(), dataset, ds, wi, brk, keys))
+
+
+def test_cli_text_in_effect_summary_alternatives_and_no_doubled_word(sample_db, tmp_path, monkeypatch):
+    db = tmp_path / "s.duckdb"
+    shutil.copy(sample_db, db)
+    ds, wi = _in_effect_but_sure()
+    _fake_advise(monkeypatch, ds, wi)
+    r = CliRunner().invoke(main, ["advise", "--db", str(db), "--no-ingest"])
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.replace("│", " ").split())
+    assert "no setting would have saved money distinguishably" in text
+    assert "beyond what is already in effect (promptCacheTtl 1h, subagentPromptCacheTtl 5m: +$2.01 a month" in text
+    assert "alternatives, set one only" in text and "ENABLE_PROMPT_CACHING_1H is the opposite of" in text
+    # the setting to try is a reported one: its source says so once
+    ds = _ds(w5_main=500, w1h_main=500, w5_sub=200, w1h_sub=800)
+    wi = {"scenarios": [_row("main_1h_sub_5m", 3.0, lo=1.0, hi=5.0), _row("ttl_1h", 2.0, lo=0.5, hi=3.5)]}
+    _fake_advise(monkeypatch, ds, wi)
+    r = CliRunner().invoke(main, ["advise", "--db", str(db), "--no-ingest"])
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert "to try: ~/.claude/settings.json" in text
+    assert "reported for Claude Code 2.1.243" in text and "reported: reported" not in text
+    assert "pick the one that saves most: promptCacheTtl 1h + subagentPromptCacheTtl 5m" in text

@@ -22,7 +22,8 @@ from replay.cli.fmt import fit, money
 @price_options
 @slice_options
 @json_option("Print JSON: per setting its line to paste, the client versions that have it, whether the logs show it "
-             "in effect, dollars per month with the interval, both estimators and how sure; then habits, model "
+             "in effect, dollars per month with the interval, both estimators and how sure, and the settings it "
+             "excludes; which settings are opposites and which to pick (`alternatives`); then habits, model "
              "choice and provider apart.")
 def advise(db, dataset, jobs, prices_file, price_date, since, until, projects, models, agents, tz_name, key_file,
            as_json):
@@ -35,7 +36,10 @@ def advise(db, dataset, jobs, prices_file, price_date, since, until, projects, m
     what it would have saved on your logs in dollars per month at their pace, with its 95%
     interval, from the recorded requests re-priced (the headline) beside the predictive replay,
     and how sure that is in words. Habits (a keep-alive tool, mid-session model or tool changes),
-    model choice and provider are listed apart and never ranked with the settings. Client
+    model choice and provider are listed apart and never ranked with the settings. The settings
+    exclude each other (each sets the TTL of every cache write): a line names the opposites and,
+    where several would save money, picks the larger saving, intervals beside. A setting already
+    in effect saves nothing by being set: its figure prices the writes not yet at its TTLs. Client
     behaviours of some versions explain past breaks (`ctxreplay breaks`); they are not levers.
     Rules: docs/replay-model.md, "Cache what-ifs"; the settings' sources: analysis/advice.py."""
     from analysis.advice import HABITS, MODEL_CHOICE, PROVIDER, SETTINGS, advise as build
@@ -76,6 +80,8 @@ def _iv(v) -> str:
 
 
 def _print(got: dict) -> None:
+    from analysis.advice import no_setting, saves
+
     out.print(f"[bold]What to change[/], per month at the pace of these logs ({got['sessions']:,} sessions over "
               f"{got['days']:.1f} days; client {esc(got['client_versions'][0] or '?')} to "
               f"{esc(got['client_versions'][1] or '?')})")
@@ -90,13 +96,17 @@ def _print(got: dict) -> None:
                   ("yes: " if s["in_effect"] else "no: " if s["in_effect"] is False else "") + esc(s["in_effect_evidence"]),
                   esc(s["how_sure"]))
     print_table(fit(t))
-    best = next((s for s in got["settings"] if not s["in_effect"] and (s["per_month"] or 0) > 0
-                 and s["interval_pct"] and s["interval_pct"]["low"] > 0), None)
+    best = next((s for s in got["settings"] if saves(s)), None)
     if best:
-        out.print(f"to try: {esc(best['line'])}  ({esc(best['client_versions'])}; {best['confidence']}: "
-                  f"{esc(best['source'])})")
+        # the source may start with how sure it is ("reported for ..."): never "reported: reported for"
+        src = best["source"] if best["source"].lower().startswith(best["confidence"]) else \
+            f"{best['confidence']}: {best['source']}"
+        out.print(f"to try: {esc(best['line'])}  ({esc(best['client_versions'])}; {esc(src)})")
     else:
-        out.print("no setting would have saved money distinguishably on these logs")
+        out.print(esc(no_setting(got, "no setting").replace("`", "")))
+    alt = (got.get("alternatives") or {}).get("note")
+    if alt:  # the settings exclude each other: which pairs, and which to pick
+        out.print(esc(alt))
     if got["habits"]:
         h = Table("habit", "saves per month [95%]", "how sure / caveat", title="Habits (what you do, not a setting)")
         for c in (h.columns[0], h.columns[2]):
