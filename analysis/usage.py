@@ -30,7 +30,7 @@ from datetime import date, datetime, timezone, tzinfo
 from typing import Any
 
 # the filters are the slice options' (`replay.experiments.slices`); these names stay importable from here
-from replay.experiments.slices import NO_PROJECT_MESSAGE, Filters, tz_name  # noqa: F401
+from replay.experiments.slices import NO_PROJECT_MESSAGE, Filters, iso_in, no_project_message, tz_name  # noqa: F401
 
 GROUPS = ("day", "week", "month", "session", "project", "model", "agent")
 TIME_GROUPS = ("day", "week", "month")
@@ -161,7 +161,7 @@ def usage(con, dataset: str, by: str = "day", filters: Filters | None = None, pr
     prices = (prices or PriceTable()).bind(dataset)
     with_project = has_project_column(con, dataset)
     if not with_project and (by == "project" or f.projects):
-        raise UsageError(NO_PROJECT_MESSAGE)
+        raise UsageError(no_project_message(con, dataset))
     groups: dict[str, list] = {}
     total = _empty()
     meta: dict[str, dict[str, Any]] = {}
@@ -236,7 +236,8 @@ def usage(con, dataset: str, by: str = "day", filters: Filters | None = None, pr
             row["week_start"] = _week_start(key)
         if by == "session":
             m = meta[key]
-            row.update(agent=m["agent"], project=m["project"], started_at=m["started_at"])
+            row.update(agent=m["agent"], project=m["project"], started_at=m["started_at"],
+                       started_at_local=iso_in(m["started_at"], f.tz))  # in the filters' zone, with its offset
         if by in ("project", "session") and (row.get("project") or key) in f.project_names:
             row["project_path"] = f.project_names[row.get("project") or key]
         rows.append(row)

@@ -10,7 +10,7 @@ from rich.table import Table
 from replay.cli.autoingest import auto_ingest_option
 from replay.cli.common import (
     DB_OPTION, dataset_option, echo_json, esc, fail_on, format_option, json_option, open_db, out, pick_dataset,
-    print_table
+    print_table, slice_options, zone_label
 )
 from replay.cli.fmt import amount, count, duration, fit, money
 
@@ -30,9 +30,12 @@ DEFAULT_LIMIT = 20
               help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/cache_write_1h/cache_read/output "
                    "in $/Mtok).")
 @click.option("--price-date", default=None, help="Date the library prices are resolved at [default: 2026-11-01].")
-@json_option("Print JSON: {\"breaks\": [one object per break, with cause, tokens, cost, ...], \"summary\": {...}}.")
+@slice_options
+@json_option("Print JSON: {\"breaks\": [one object per break, with cause, tokens, cost, time (UTC) and time_local "
+             "(in --timezone), ...], \"summary\": {...}, \"slice\": the --since ... --agent options (null: all)}.")
 @format_option
-def breaks(db, dataset, session, limit, prices_file, price_date, as_json):
+def breaks(db, dataset, session, limit, prices_file, price_date, since, until, projects, models, agents, tz_name,
+           key_file, as_json):
     """Cache breaks: at which request did the prompt cache break, why, and what did it cost?
 
     A break is a request whose recorded cache read is shorter than the prefix the stream had
@@ -52,25 +55,49 @@ def breaks(db, dataset, session, limit, prices_file, price_date, as_json):
     two name the same kind of change (expiry, messages, system/tools, model, provider).
     Rules: docs/replay-model.md, "Cache breaks".
     Models with automatic caching (OpenAI, Gemini) are not classified.
+
+    --since/--until/--project/--model/--agent take the sessions with at least one recorded
+    request on a day in [--since, --until] (days in --timezone, this machine's zone by default)
+    of one of the --model names, of one of the --agent agents and in --project or a folder
+    below it, as `replay` slices them; every break of those sessions is listed. Times are
+    shown in --timezone.
     """
+    from replay.cli.usage import sliced
+    from replay.experiments import slices
     from replay.experiments.breaks import breaks as find
     from replay.model.costs import DEFAULT_PRICE_DATE, PriceError, PriceTable
+    from replay.store import StoreError
 
     date = price_date or DEFAULT_PRICE_DATE
     with fail_on(PriceError, ValueError):
         prices = PriceTable.from_toml(prices_file, date) if prices_file else PriceTable(date)
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
-    prices.bind(dataset)
-    with fail_on(PriceError, ValueError):
-        rows, summary = find(con, dataset, prices=prices, session=session, top=10 ** 9)
+    prices.bind(dataset, key_file)
+    slc = sliced(slices.make_slice, con, dataset, since, until, projects, models, agents, tz_name, key_file)
+    with fail_on(StoreError):
+        tz = slices.zone(tz_name)
+    with fail_on(PriceError, ValueError, StoreError):  # StoreError: no session in the slice (it names the days)
+        rows, summary = find(con, dataset, prices=prices, session=session, top=10 ** 9, slice=slc)
+    for r in rows:
+        if "time" in r:
+            r["time_local"] = _local(r["time"], tz)
     n = limit if limit is not None else (None if as_json else DEFAULT_LIMIT)
     shown = _costliest(rows, n)
     if as_json:
         summary["top_sessions"] = summary["top_sessions"][:10 if n is None else n]
-        echo_json({"dataset": dataset, "breaks": shown, "summary": summary})
+        echo_json({"dataset": dataset, "slice": slc, "breaks": shown, "summary": summary})
         return
-    _print(rows, shown, summary, n)
+    _print(rows, shown, summary, n, tz)
+
+
+def _local(iso: str | None, tz) -> str | None:
+    """A break's time (ISO 8601 in UTC) in ``tz``, with its offset."""
+    from datetime import datetime
+
+    from replay.experiments.slices import iso_in
+
+    return None if not iso else iso_in(round(datetime.fromisoformat(iso).timestamp() * 1000), tz)
 
 
 def _costliest(rows: list[dict], n: int | None) -> list[dict]:
@@ -85,7 +112,7 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{v:.1%}"
 
 
-def _print(rows: list[dict], shown: list[dict], summary: dict, n: int) -> None:
+def _print(rows: list[dict], shown: list[dict], summary: dict, n: int, tz=None) -> None:
     from replay.experiments.breaks import BY_NAME
 
     if not rows:
@@ -94,7 +121,7 @@ def _print(rows: list[dict], shown: list[dict], summary: dict, n: int) -> None:
         return
     title = ("Cache breaks, costliest first" + (f" (the {len(shown)} costliest of {count(len(rows))})"
                                                 if len(shown) < len(rows) else ""))
-    t = Table("session", "request", "time (UTC)", "idle", "cause", "p (block kind)", "re-billed", "$",
+    t = Table("session", "request", f"time ({zone_label(tz)})", "idle", "cause", "p (block kind)", "re-billed", "$",
               title=title + "; request: stream:index, re-billed: tokens")
     for c in t.columns:
         c.no_wrap = True  # ids, times and figures stay whole; only the cause and the block kind wrap
@@ -106,7 +133,7 @@ def _print(rows: list[dict], shown: list[dict], summary: dict, n: int) -> None:
     for r in sorted(shown, key=lambda r: -r["cost"]):
         where = f"{r['p']} ({r['p_kind'] or 'end'})"
         t.add_row(esc(r["session"][:12]), f"{r['stream']}:{r['request']}",
-                  esc((r["time"] or "-").replace("T", " ").rstrip("Z")[:16]), duration(r["idle_s"]),
+                  esc((r.get("time_local") or "-").replace("T", " ")[:16]), duration(r["idle_s"]),
                   esc(r["cause_label"]), esc(where), count(r["tokens"]), amount(r["cost"]))
     print_table(fit(t))
     s = Table("session", "agent", "breaks", "re-billed tokens", "$", "main cause",

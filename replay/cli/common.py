@@ -319,15 +319,17 @@ def slice_options(f):
         click.option("--until", metavar="DATE", default=None, help=UNTIL_HELP),
         click.option("--project", "projects", metavar="PATH", multiple=True,
                      help="Only sessions of this project (repeatable): a path on this machine (pseudonymized with "
-                     "the key, never stored) or a project pseudonym as `--by project` shows it; folders below it "
+                     "the key, never stored) or a project pseudonym as `--by project` shows it (or as `--by "
+                     "session` shortens it, `…/c504243265`, when one project alone ends so); folders below it "
                      "count too. Needs a database that records projects."),
         click.option("--model", "models", metavar="NAME", multiple=True,
                      help="Only responses of this model (repeatable; exact name as `--by model` shows it)."),
         click.option("--agent", "agents", metavar="NAME", multiple=True,
                      help="Only sessions of this agent (repeatable): claude-code, codex, copilot-cli, gemini-cli."),
         click.option("--timezone", "tz_name", metavar="ZONE", default="local", show_default=True,
-                     help="Time zone of days, weeks, months and --since/--until: `local` (this machine's, "
-                     "from $TZ or /etc/localtime, as ccusage counts days), an IANA name (Europe/Paris) or UTC."),
+                     help="Time zone of days, weeks, months, --since/--until and the times shown: `local` "
+                     "(this machine's, from $TZ or /etc/localtime, as ccusage counts days), an IANA name "
+                     "(Europe/Paris) or UTC."),
         key_file_option("Key used to pseudonymize --project paths [default: $CTXREPLAY_KEY_FILE or "
                         "~/.config/ctxreplay/key]; never created here."),
     ]
@@ -374,10 +376,27 @@ def print_table(t) -> None:
         Console(soft_wrap=True, width=table_width()).print(t)
 
 
-def fmt_ts(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+def fmt_ts(ms: int | None, tz=None) -> str:
+    """Epoch milliseconds as `YYYY-MM-DD HH:MM` in ``tz`` (UTC by default; a column header names
+    the zone: `zone_label`); `-` when there is none."""
+    from replay.experiments.slices import local_time
+
+    d = local_time(ms, tz or timezone.utc)
+    return "-" if d is None else d.strftime("%Y-%m-%d %H:%M")
+
+
+def zone_label(tz, times=None) -> str:
+    """The zone times are shown in, for a header: `started (America/Los_Angeles)`; with
+    ``times`` (epoch ms), its abbreviation when they all share one (`started (PST)`), for a
+    narrow column."""
+    from replay.experiments.slices import local_time, tz_name
+
+    name = tz_name(tz or timezone.utc)
+    if times is not None and name != "UTC":
+        abbr = {d.tzname() for d in (local_time(ms, tz) for ms in times) if d is not None}
+        if len(abbr) == 1 and (one := abbr.pop()) and one.isalpha():
+            return one
+    return name
 
 
 def json_default(o):

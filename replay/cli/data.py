@@ -11,7 +11,8 @@ from rich.table import Table
 from replay.cli.autoingest import auto_ingest_option
 from replay.cli.common import (
     DB_OPTION, clean, dataset_option, echo_json, esc, fail, fail_on, fmt_ts, format_option,
-    ingest_progress, json_option, key_file_option, open_db, out, out_dir_option, pick_dataset, print_table, warn
+    ingest_progress, json_option, key_file_option, open_db, out, out_dir_option, pick_dataset, print_table, warn,
+    zone_label
 )
 from replay.cli.fmt import count, fit, wide_option
 from replay.cli.usage import filter_options
@@ -179,6 +180,7 @@ def sessions(db: Path, dataset: str | None, since, until, projects, models, agen
     """
     from replay import store
     from replay.cli.usage import make_filters, money, price_table, recorded_usage
+    from replay.experiments.slices import iso_in
 
     prices = price_table(prices_file, price_date)
     con = open_db(db)
@@ -191,7 +193,8 @@ def sessions(db: Path, dataset: str | None, since, until, projects, models, agen
         u = costs.get(r["session_key"])
         if u is None and filters.active():
             continue
-        rows.append({**r, "project": u.get("project") if u else None, "cost": u["cost"] if u else 0.0,
+        rows.append({**r, "started_at_local": iso_in(r["started_at"], filters.tz),  # in --timezone, with its offset
+                     "project": u.get("project") if u else None, "cost": u["cost"] if u else 0.0,
                      "cost_complete": u["cost_complete"] if u else True, "usage": None if u is None else {
             k: u[k] for k in ("requests", "input", "cache_write_5m", "cache_write_1h", "cache_read", "output",
                               "total_tokens", "cost", "cost_complete", "unpriced_models", "requests_without_usage")}})
@@ -200,12 +203,15 @@ def sessions(db: Path, dataset: str | None, since, until, projects, models, agen
         echo_json(rows)
         return
     if not rows and filters.active():  # not an empty table: what the logs cover, and how to ask for it
-        from replay.experiments.slices import coverage_text
+        from replay.experiments.slices import no_match_text
 
-        out.print(f"no session of {esc(dataset)} matches these filters; {esc(coverage_text(con, dataset))}")
+        hint = no_match_text(con, dataset, filters.projects, filters.models, filters.agents, filters.tz,
+                             filters.project_names)
+        out.print(f"no session of {esc(dataset)} matches these filters; {esc(hint)}")
         return
     extra = ("streams", "blocks", "compactions") if wide else ()
-    t = Table("session", "agent", "models", *extra, "requests", "block tokens", "started", "cost $",
+    t = Table("session", "agent", "models", *extra, "requests", "block tokens", f"started ({zone_label(filters.tz)})",
+              "cost $",
               title=f"Sessions of {esc(dataset)}" + ("" if wide else " (--wide: streams, blocks, compactions)"))
     for c in t.columns[3:]:
         c.justify, c.no_wrap = "right", True
@@ -216,7 +222,8 @@ def sessions(db: Path, dataset: str | None, since, until, projects, models, agen
         total += u["cost"] if u else 0.0
         more = (count(r["n_streams"]), count(r["n_blocks"]), count(r["n_compactions"])) if wide else ()
         t.add_row(esc(r["session_key"]), esc(r["agent"]), esc((r["models"] or "-").replace(",", ", ")), *more,
-                  count(r["n_requests"]), count(r["block_tokens"]), fmt_ts(r["started_at"]), money(u) if u else "0.00")
+                  count(r["n_requests"]), count(r["block_tokens"]), fmt_ts(r["started_at"], filters.tz),
+                  money(u) if u else "0.00")
     incomplete = any(r["usage"] and not r["usage"]["cost_complete"] for r in rows)
     t.add_section()
     t.add_row(f"{len(rows)} sessions", *[""] * (len(t.columns) - 2), f"{total:,.2f}" + ("+" if incomplete else ""),

@@ -172,9 +172,9 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
 
     --since/--until/--project/--model/--agent replay a slice of the dataset (nothing is
     re-ingested): the sessions with at least one recorded request on a day in [--since,
-    --until] (inclusive, in --timezone, UTC by default) of one of the --model names, whose
-    agent is one of --agent and whose project is --project or a folder below it. A session in
-    the slice is replayed whole. The slice is stored in the run's configuration, so `compare`
+    --until] (inclusive, days in --timezone: this machine's zone by default) of one of the
+    --model names, whose agent is one of --agent and whose project is --project or a folder
+    below it. A session in the slice is replayed whole. The slice is stored in the run's configuration, so `compare`
     measures the run only against a no-op baseline of the same slice."""
     from replay.experiments import reuse, runs
     from replay.model.costs import PriceError

@@ -14,7 +14,7 @@ from replay.cli.autoingest import auto_ingest_option
 from replay.cli.fmt import WIDTH, fit, natural_width, wide_option
 from replay.cli.common import (
     DB_OPTION, dataset_option, echo_json, err, esc, fail, fail_on, fmt_ts, format_option, json_option, open_db, out, warn,
-    pick_dataset, print_table, slice_options
+    pick_dataset, print_table, slice_options, zone_label
 )
 
 GROUPS = ("day", "week", "month", "session", "project", "model", "agent")
@@ -133,8 +133,8 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
     fast-mode rates (and shown as `MODEL (fast)` by model) where the trace records each
     response's speed; a trace without it prices every response at standard rates.
 
-    Days, weeks (ISO, from Monday) and months are in --timezone (this machine's zone by default,
-    as ccusage counts them; `--timezone UTC` for UTC days). A project
+    Days, weeks (ISO, from Monday), months and the sessions' start times are in --timezone (this
+    machine's zone by default, as ccusage counts them; `--timezone UTC` for UTC days). A project
     is the keyed pseudonym of the session's first working directory, per path component (no
     path text is stored; Claude Code, Codex and Copilot CLI logs record it, Gemini CLI logs do
     not); --project also takes a path on this machine and pseudonymizes it with your key.
@@ -154,13 +154,17 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
             r["project_path"] = paths.get(r["key"])
         filters.project_names.update({p: v for p, v in paths.items() if p not in filters.project_names})
     if not res["rows"]:  # an empty answer says what the logs do cover, and how to ask for it
-        from replay.experiments.slices import coverage_text
+        from replay.experiments.slices import coverage_text, no_match_text
 
-        res["coverage"] = coverage_text(con, dataset)
+        res["coverage"] = coverage_text(con, dataset, filters.tz)
+        hint = no_match_text(con, dataset, filters.projects, filters.models, filters.agents, filters.tz,
+                             filters.project_names)
+        if hint != res["coverage"]:  # a project, model or agent that no session has: not a matter of days
+            res["no_match"] = hint
     if as_json:
         echo_json(res, default=None)
     elif as_csv:
-        _print_csv(res)
+        _print_csv(res, filters.tz)
     else:
         _print_usage(res, filters, wide)
 
@@ -182,13 +186,14 @@ COLUMNS = (("requests", "responses"), ("input", "input"), ("cache_write_5m", "ca
            ("total_tokens", "total tokens"))
 
 
-def _key_columns(by: str) -> list[str]:
-    return {"session": ["session", "agent", "started (UTC)", "project"], "week": ["week", "from"]}.get(by, [by])
+def _key_columns(by: str, tz=None, times=None) -> list[str]:
+    started = f"started ({zone_label(tz, times)})"
+    return {"session": ["session", "agent", started, "project"], "week": ["week", "from"]}.get(by, [by])
 
 
-def _key_cells(r: dict, by: str, names: dict[str, str]) -> list[str]:
+def _key_cells(r: dict, by: str, names: dict[str, str], tz=None) -> list[str]:
     if by == "session":
-        return [r["key"], r["agent"], fmt_ts(r["started_at"]), project_label(r.get("project"), names)]
+        return [r["key"], r["agent"], fmt_ts(r["started_at"], tz), project_label(r.get("project"), names)]
     if by == "week":
         return [r["key"], r.get("week_start") or "-"]
     if by == "project":
@@ -214,7 +219,8 @@ def short_project(p: str) -> str:
 
 def _usage_table(res: dict, filters, compact: bool) -> Table:
     by = res["by"]
-    keys = _key_columns(by)
+    # a narrow table names the zone by its abbreviation when every start shares one (PST)
+    keys = _key_columns(by, filters.tz, [r.get("started_at") for r in res["rows"]] if compact else None)
     cols = COMPACT if compact else COLUMNS
     agents = sorted({r["agent"] for r in res["rows"]}) if by == "session" else []
     no_agent = compact and by == "session"  # said once in the title rather than on every row (--by agent splits)
@@ -241,7 +247,7 @@ def _usage_table(res: dict, filters, compact: bool) -> Table:
         c.footer = f"{_cell(tot, f):,}"
     t.columns[-1].footer = money(tot)
     for r in res["rows"]:
-        cells = _key_cells(r, by, filters.project_names)
+        cells = _key_cells(r, by, filters.project_names, filters.tz)
         if no_agent:
             if r.get("project") and r["project"] not in filters.project_names:
                 cells[3] = short_project(r["project"])
@@ -253,27 +259,28 @@ def _usage_table(res: dict, filters, compact: bool) -> Table:
         if compact and c.header == "session":  # a key people copy stays whole
             c.no_wrap = True
             c.min_width = max(len(x) for x in [*c._cells, *str(c.header).split()])
-        elif compact and c.header == "started (UTC)":
+        elif compact and str(c.header).startswith("started ("):
             c.min_width = 10  # the day stays whole; its time goes to a second line when the table is tight
     return t
 
 
 def _print_usage(res: dict, filters, wide: bool = False) -> None:
     if not res["rows"]:
+        hint = res.get("no_match") or res.get("coverage")
         out.print(f"no recorded responses in {esc(res['dataset'])} match these filters"
-                  + (f"; {esc(res['coverage'])}" if res.get("coverage") else ""))
+                  + (f"; {esc(hint)}" if hint else ""))
         return
     t = _usage_table(res, filters, compact=False)
     if not wide and natural_width(t) > WIDTH:
         t = _usage_table(res, filters, compact=True)
     print_table(fit(t, wide))  # 120 columns: the keys wrap, the figures stay whole
-    if res["by"] in ("day", "week", "month") and res["filters"]["timezone"] != "UTC":
+    if res["by"] in ("day", "week", "month", "session") and res["filters"]["timezone"] != "UTC":
         out.print(f"times in {esc(res['filters']['timezone'])}")
     for n in res["notes"]:
         out.print(f"[yellow]{esc(n)}[/]")
 
 
-def _print_csv(res: dict) -> None:
+def _print_csv(res: dict, tz=None) -> None:
     by = res["by"]
     extra = {"session": ["agent", "started_at", "project"], "week": ["week_start"]}.get(by, [])
     fields = [f for f, _ in COLUMNS]
@@ -287,7 +294,7 @@ def _print_csv(res: dict) -> None:
     def cell(r, e):
         v = r.get(e)
         if e == "started_at" and v is not None:
-            return fmt_ts(v)
+            return fmt_ts(v, tz)  # in --timezone, as the day, week and month keys are
         return "" if v is None else v
 
     for r in res["rows"]:

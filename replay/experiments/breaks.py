@@ -407,10 +407,20 @@ def session_keys(con, dataset: str, prefix: str) -> list[str]:
     return keys
 
 
-def breaks(con, dataset: str, *, prices: PriceTable | None = None, session: str | None = None, top: int = 10
-           ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(break rows, summary) of a dataset, or of its sessions whose key starts with ``session``."""
+def breaks(con, dataset: str, *, prices: PriceTable | None = None, session: str | None = None, top: int = 10,
+           slice: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(break rows, summary) of a dataset, or of its sessions whose key starts with ``session``
+    and that are in ``slice`` (`replay.experiments.slices.slice_session_keys`: a `StoreError`,
+    naming the days the logs cover, when it holds none)."""
     keys = session_keys(con, dataset, session) if session else None
+    if slice:
+        from replay.experiments.slices import slice_session_keys
+
+        inside = slice_session_keys(con, dataset, slice)
+        keys = inside if keys is None else sorted(set(keys) & set(inside))
+        if not keys:
+            raise ValueError(f"no session of dataset {dataset!r} that starts with {session!r} is in the slice; "
+                             "`ctxreplay sessions` with the same options lists the slice's sessions")
     ds = load_dataset(con, dataset, session_keys=keys)
     rows, counts = find_breaks(ds, prices)
     return rows, summarize(rows, counts, top)

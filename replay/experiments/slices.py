@@ -29,6 +29,9 @@ NO_PROJECT_MESSAGE = ("this database records no project for its sessions: their 
                       "(sessions ingested before ctxreplay recorded projects, or logs that keep none), so usage "
                       "cannot be grouped or filtered by project; re-ingest the logs into a new database, or group "
                       "by session, model, agent or date instead")
+# agents whose logs keep no working directory: their sessions never have a project, and re-ingesting cannot give one
+NO_PROJECT_AGENTS = {"gemini-cli": "Gemini CLI"}
+ELLIPSIS = ("\u2026/", ".../")  # how `usage --by session` shortens a project pseudonym to its last component(s)
 
 
 class SliceError(store.StoreError, ValueError):
@@ -59,6 +62,27 @@ class Filters:
 
 def tz_name(tz: tzinfo) -> str:
     return getattr(tz, "key", None) or ("UTC" if tz == timezone.utc else str(tz))
+
+
+def local_time(ms: int | None, tz: tzinfo) -> datetime | None:
+    """The time of ``ms`` (epoch milliseconds) in ``tz``; in UTC when the local date is past
+    year 9999 (or before year 1); None when there is none or even UTC cannot hold it."""
+    if ms is None:
+        return None
+    try:
+        utc = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    except (OverflowError, ValueError, OSError):
+        return None
+    try:
+        return utc.astimezone(tz)
+    except (OverflowError, ValueError):
+        return utc
+
+
+def iso_in(ms: int | None, tz: tzinfo) -> str | None:
+    """``ms`` as ISO 8601 in ``tz`` with its offset (`2026-01-05T05:54:12-08:00`), for JSON."""
+    d = local_time(ms, tz)
+    return None if d is None else d.isoformat(timespec="seconds")
 
 
 # --- the options' values ----------------------------------------------------------------------
@@ -141,10 +165,13 @@ def project_pseudonyms(con, dataset: str, paths: tuple[str, ...], key_file: Path
     from replay.ingest.keys import Keyring, default_key_path, load_or_create_master_key
 
     found: dict[str, str] = {}
-    raw = [p for p in paths if not PSEUDONYM.match(p)]
+    shown = [p for p in paths if p.startswith(ELLIPSIS) and PSEUDONYM.match(p.split("/", 1)[1])]
+    raw = [p for p in paths if not PSEUDONYM.match(p) and p not in shown]
     for p in paths:
         if PSEUDONYM.match(p):
             found["/" + p.strip("/")] = p
+    for p in shown:
+        found[_shown_project(con, dataset, p)] = p
     if raw:
         path = Path(key_file).expanduser() if key_file else default_key_path()
         master = load_or_create_master_key(path, create=False, named_by="--key-file" if key_file else
@@ -161,6 +188,77 @@ def project_pseudonyms(con, dataset: str, paths: tuple[str, ...], key_file: Path
     return found
 
 
+def _shown_project(con, dataset: str, shown: str) -> str:
+    """The project pseudonym a displayed `…/c504243265` stands for: the one project of the
+    dataset that ends with those components (``shown`` itself, matching nothing, when none
+    does). Raises `SliceError` when several do."""
+    tail = "/" + shown.split("/", 1)[1].strip("/")
+    hits = sorted(p for (p,) in con.execute(
+        "SELECT DISTINCT project FROM sessions WHERE dataset = ? AND project IS NOT NULL", [dataset]).fetchall()
+        if p == tail or p.endswith(tail))
+    if len(hits) > 1:
+        listed = ", ".join(hits[:3]) + (f" and {len(hits) - 3} more" if len(hits) > 3 else "")
+        raise SliceError(f"--project {shown!r} is ambiguous: {len(hits)} projects of {dataset} end with it "
+                         f"({listed}); give the whole pseudonym, as `ctxreplay usage --by project` lists them")
+    return hits[0] if hits else shown
+
+
+def no_project_message(con, dataset: str) -> str:
+    """Why ``dataset`` cannot be grouped or filtered by project: its agents' logs keep no working
+    directory (nothing to re-ingest), or its sessions predate projects (`NO_PROJECT_MESSAGE`)."""
+    agents = {a for (a,) in con.execute("SELECT DISTINCT agent FROM sessions WHERE dataset = ?",
+                                        [dataset]).fetchall()}
+    if agents and agents <= set(NO_PROJECT_AGENTS):
+        names = ", ".join(NO_PROJECT_AGENTS[a] for a in sorted(agents))
+        return (f"the sessions of {dataset} record no project: {names} logs keep no working directory, so usage "
+                "cannot be grouped or filtered by project; group by session, model, agent or date instead")
+    return NO_PROJECT_MESSAGE
+
+
+def _in_projects(project: str | None, wanted) -> bool:
+    return bool(project) and any(project == p or project.startswith(p.rstrip("/") + "/") for p in wanted)
+
+
+def unmatched(con, dataset: str, projects=(), models=(), agents=()) -> dict[str, list[str]]:
+    """kind -> the given values no session (project, agent) or recorded response (model) of
+    ``dataset`` has, for each of project, model and agent."""
+    out: dict[str, list[str]] = {}
+    if projects:
+        have = [p for (p,) in con.execute("SELECT DISTINCT project FROM sessions WHERE dataset = ? AND project IS "
+                                          "NOT NULL", [dataset]).fetchall()] if store.records_projects(con) else []
+        out["project"] = [p for p in projects if not any(_in_projects(h, (p,)) for h in have)]
+    if models:
+        have = {m for (m,) in con.execute("SELECT DISTINCT coalesce(r.model, '') FROM requests r JOIN sessions s "
+                                          "USING (session_key) WHERE s.dataset = ?", [dataset]).fetchall()}
+        out["model"] = [m for m in models if m not in have]
+    if agents:
+        have = {a for (a,) in con.execute("SELECT DISTINCT agent FROM sessions WHERE dataset = ?",
+                                          [dataset]).fetchall()}
+        out["agent"] = [a for a in agents if a not in have]
+    return {k: v for k, v in out.items() if v}
+
+
+def _unmatched_text(dataset: str, kinds: dict[str, list[str]], names: dict[str, str] | None = None) -> str:
+    names = names or {}
+    said = "; ".join(f"no {k} of {dataset} matches {', '.join(names.get(v, v) for v in vs)}"
+                     for k, vs in kinds.items())
+    return said + "; " + " / ".join(f"`ctxreplay usage --by {k}`" for k in kinds) + (
+        " lists them" if len(kinds) == 1 else " list them")
+
+
+def no_match_text(con, dataset: str, projects=(), models=(), agents=(), tz: tzinfo = timezone.utc,
+                  names: dict[str, str] | None = None) -> str:
+    """Why a slice or filter selected nothing, for the line that says so: the project, model
+    or agent no session has (when every value given of it is unknown), else the days the logs
+    cover (`coverage_text`). ``names``: pseudonym -> what the user typed."""
+    given = {"project": tuple(projects), "model": tuple(models), "agent": tuple(agents)}
+    missing = {k: v for k, v in unmatched(con, dataset, projects, models, agents).items()
+               if len(v) == len(given[k])}  # one value that matches, and its kind is not why nothing did
+    if missing:
+        return _unmatched_text(dataset, missing, names)
+    return coverage_text(con, dataset, tz)
+
+
 def make_filters(con, dataset: str, since: str | None = None, until: str | None = None, projects=(), models=(),
                  agents=(), tz_name: str = "UTC", key_file: Path | None = None, *, at: datetime | None = None,
                  note: Callable[[str], None] | None = None) -> Filters:
@@ -173,17 +271,32 @@ def make_filters(con, dataset: str, since: str | None = None, until: str | None 
     if s and u and s > u:
         raise SliceError(f"--since {since} ({s}) is after --until {until} ({u})")
     if projects and not store.records_projects(con, dataset):
-        raise SliceError(NO_PROJECT_MESSAGE)
-    if projects and note is not None:
-        missing = con.execute("SELECT count(*) FROM sessions WHERE dataset = ? AND project IS NULL",
-                              [dataset]).fetchone()[0]
-        if missing:
-            note(f"note: {missing:,} session(s) of {dataset} record no project (ingested before ctxreplay "
-                 "recorded projects, or from logs without a working directory) and are left out by --project; "
-                 "re-ingest them into a new database to include them")
+        raise SliceError(no_project_message(con, dataset))
     names = project_pseudonyms(con, dataset, tuple(projects), key_file) if projects else {}
+    if note is not None:
+        _notes(con, dataset, tuple(names), names, tuple(models), tuple(agents), note)
     return Filters(since=s, until=u, projects=tuple(names), models=tuple(models), agents=tuple(agents),
                    tz=tz, project_names=names)
+
+
+def _notes(con, dataset: str, projects: tuple, names: dict[str, str], models: tuple, agents: tuple,
+           note: Callable[[str], None]) -> None:
+    """The notes of `make_filters`: values that match nothing beside others that match (when none
+    matches, the empty answer says so), and the sessions --project leaves out for having no project."""
+    given = {"project": projects, "model": models, "agent": agents}
+    missing = unmatched(con, dataset, projects, models, agents)
+    partial = {k: v for k, v in missing.items() if len(v) < len(given[k])}
+    if partial:
+        note("note: " + _unmatched_text(dataset, partial, names))
+    if not projects or "project" in missing and "project" not in partial:
+        return
+    skip = tuple(NO_PROJECT_AGENTS)
+    stale = con.execute(f"SELECT count(*) FROM sessions WHERE dataset = ? AND project IS NULL AND agent NOT IN "
+                        f"({', '.join('?' * len(skip))})", [dataset, *skip]).fetchone()[0]
+    if stale:  # sessions of agents whose logs do record a project: ingested before ctxreplay kept it
+        note(f"note: {stale:,} session(s) of {dataset} record no project (ingested before ctxreplay recorded "
+             "projects, or from logs without a working directory) and are left out by --project; re-ingest them "
+             "into a new database to include them")
 
 
 def _day(flag: str, text: str, tz: tzinfo, at: datetime | None) -> date:
@@ -304,8 +417,7 @@ def slice_session_keys(con, dataset: str, slice: dict[str, Any]) -> list[str]:
     for key, agent, project, ts, model in rows:
         if key in keys or (agents and agent not in agents) or (models and model not in models):
             continue
-        if projects and not (project and any(project == p or project.startswith(p.rstrip("/") + "/")
-                                             for p in projects)):
+        if projects and not _in_projects(project, projects):
             continue
         if since or until:
             if ts is None or ts < 0:
@@ -324,24 +436,33 @@ def slice_session_keys(con, dataset: str, slice: dict[str, Any]) -> list[str]:
     if not keys:
         asked = ", ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in sorted(slice.items())
                           if v and k != "timezone")
-        raise store.StoreError(f"no session of dataset {dataset!r} matches {asked or 'this slice'}; "
-                               + coverage_text(con, dataset))
+        why = no_match_text(con, dataset, projects, tuple(models), tuple(agents), tz)
+        sep = ": " if why != coverage_text(con, dataset, tz) else "; "  # ": " a project, model or agent none has
+        raise store.StoreError(f"no session of dataset {dataset!r} matches {asked or 'this slice'}{sep}{why}")
     return sorted(keys)
 
 
-def coverage(con, dataset: str) -> tuple[str, str] | None:
-    """(first, last) day (UTC) the dataset's sessions cover, or None when it has no dated session."""
+def coverage(con, dataset: str, tz: tzinfo = timezone.utc) -> tuple[str, str] | None:
+    """(first, last) day (in ``tz``, UTC by default) the dataset's sessions cover, or None when
+    it has no dated session."""
     lo, hi = con.execute("SELECT min(started_at), max(coalesce(ended_at, started_at)) FROM sessions "
                          "WHERE dataset = ?", [dataset]).fetchone()
     if lo is None or hi is None:
         return None
-    day = lambda ms: datetime.fromtimestamp(ms / 1000, tz=timezone.utc).date().isoformat()  # noqa: E731
+
+    def day(ms: int) -> str:
+        utc = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+        try:
+            return utc.astimezone(tz).date().isoformat()
+        except (OverflowError, ValueError):  # a local date past year 9999: its UTC date
+            return utc.date().isoformat()
+
     return day(lo), day(hi)
 
 
-def coverage_text(con, dataset: str) -> str:
-    """What the logs cover and how to ask for it, for a filter that matched nothing."""
-    got = coverage(con, dataset)
+def coverage_text(con, dataset: str, tz: tzinfo = timezone.utc) -> str:
+    """What the logs cover (days in ``tz``) and how to ask for it, for a filter that matched nothing."""
+    got = coverage(con, dataset, tz)
     if got is None:
         return "its sessions carry no dates"
-    return f"the logs span {got[0]} to {got[1]} (UTC): ask for those days, e.g. --since {got[0]}"
+    return f"the logs span {got[0]} to {got[1]} ({tz_name(tz)}): ask for those days, e.g. --since {got[0]}"
