@@ -69,7 +69,9 @@ def test_a_known_extension_is_kept_and_nothing_else(a, ext):
 def test_a_version_keeps_major_minor_patch_only(x, y, z, a, sep):
     assert identifiers.kept_version(f"{x}.{y}.{z}{sep}{a}") == f"{x}.{y}.{z}"
     assert identifiers.kept_version(f"v{x}.{y}") == f"{x}.{y}"
-    assert identifiers.kept_version(a) is None or a[:1].isdigit()
+    # a token keeps a version only where it starts with one (digits, or "v" and digits: "v000" -> "000")
+    assert identifiers.kept_version(a) is None or a[:1].isdigit() or (a[:1] == "v" and a[1:2].isdigit())
+    assert identifiers.kept_version("v000") == "000" and identifiers.kept_version("vx1") is None
 
 
 @settings(max_examples=200, deadline=None)
