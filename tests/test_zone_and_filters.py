@@ -184,3 +184,26 @@ def test_sessions_of_agents_that_never_record_a_project_are_not_told_to_reingest
     only = copy_db(sample_db, tmp_path, "UPDATE sessions SET agent = 'gemini-cli', project = NULL")
     r = cli("usage", "--db", only, "--by", "project", code=1)
     assert "Gemini CLI" in r.output and "re-ingest" not in r.output
+
+
+def test_validate_takes_a_slice(sample_db, tmp_path):
+    from replay.experiments.slices import slice_session_keys
+
+    whole = json.loads(cli("validate", "--db", sample_db, "--json", "--plot", tmp_path / "a.png").stdout)
+    assert whole["slice"] is None
+    con = duckdb.connect(str(sample_db), read_only=True)
+    try:
+        first = con.execute("SELECT min(ts) FROM requests").fetchone()[0]
+        day = shown(first, timezone.utc)[:10]
+        keys = set(slice_session_keys(con, "default", {"since": day, "until": day, "timezone": "UTC"}))
+    finally:
+        con.close()
+    got = json.loads(cli("validate", "--db", sample_db, "--json", "--since", day, "--until", day, "--timezone", "UTC",
+                         "--plot", tmp_path / "b.png").stdout)
+    assert got["slice"] == {"since": day, "until": day, "timezone": "UTC"}
+    assert {s["session_id"] for s in got["sessions"]} == keys
+    assert 0 < len(keys) < len(whole["sessions"])  # a real subset of the sample's sessions
+    mine = {s["session_id"]: s["recorded"] for s in whole["sessions"] if s["session_id"] in keys}
+    assert {s["session_id"]: s["recorded"] for s in got["sessions"]} == mine  # each session checked as before
+    r = cli("validate", "--db", sample_db, "--since", "2099-01-01", code=1)
+    assert "the logs span" in r.output

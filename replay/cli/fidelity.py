@@ -11,7 +11,7 @@ from rich.table import Table
 from replay.cli.autoingest import auto_ingest_option
 from replay.cli.common import (
     DB_OPTION, cache_options, dataset_option, echo_json, err, esc, fail_on, format_option, json_option,
-    make_options, open_db, os_error_message, out, pick_dataset, print_table
+    make_options, open_db, os_error_message, out, pick_dataset, print_table, slice_options
 )
 
 
@@ -23,9 +23,11 @@ from replay.cli.common import (
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where to write the PNG of simulated vs recorded cache reads [default: validate-<dataset>.png next to --db].")
 @click.option("--worst", type=click.IntRange(1, 20), default=4, show_default=True, help="Sessions in the plot.")
+@slice_options
 @json_option("Print the full report as JSON.")
 @format_option
-def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, plot_path, worst, as_json):
+def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, plot_path, worst,
+             since, until, projects, models, agents, tz_name, key_file, as_json):
     """Fidelity check: does the no-op replay reproduce the usage the log recorded?
 
     Per session and overall: recorded vs simulated input, cache reads, writes and cost, for
@@ -36,6 +38,10 @@ def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, pri
     two naive predictors given the same recorded input sizes, one that never breaks the cache
     and one that breaks it only on TTL expiry, and how many of their misses the model matches
     (its skill; docs/replay-model.md, "Skill").
+
+    --since/--until/--project/--model/--agent check a slice: the sessions with a recorded
+    request on a day in [--since, --until] (days in --timezone, this machine's zone by
+    default), as `replay` slices them.
     """
     from replay.model.costs import PriceError
     from replay.experiments.validate import plot_worst, public
@@ -43,11 +49,18 @@ def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, pri
 
     with fail_on(PriceError, ValueError):
         opts = make_options(ttl, breakpoints, observed_evictions, prices_file, price_date)
+    from replay.cli.usage import sliced
+    from replay.experiments import slices
+    from replay.store import StoreError
+
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
-    opts.prices.bind(dataset)
+    opts.prices.bind(dataset, key_file)
+    slc = sliced(slices.make_slice, con, dataset, since, until, projects, models, agents, tz_name, key_file)
+    with fail_on(StoreError):  # no session in the slice: the message names the days the logs cover
+        keys = slices.slice_session_keys(con, dataset, slc) if slc else None
     with fail_on(PriceError):
-        report = run_validate(con, dataset, opts)
+        report = run_validate(con, dataset, opts, session_keys=keys)
     given = plot_path is not None
     # a dataset name may hold any character (`a/b`): the default file name keeps a safe form of it
     plot_path = plot_path or db.with_name("validate-" + re.sub(r"[^A-Za-z0-9._-]", "_", dataset) + ".png")
@@ -61,6 +74,7 @@ def validate(db, dataset, ttl, breakpoints, observed_evictions, prices_file, pri
         plot_path = None
     pub = public(report)
     pub["plot"] = str(plot_path) if plot_path else None
+    pub["slice"] = slc
     if as_json:
         echo_json(pub)
         return

@@ -297,12 +297,11 @@ def skill(ds: Dataset, opts: ReplayOptions) -> dict[str, Any]:
             "naive": _naive_summary(recorded, naive, model_only, sessions, keys)}
 
 
-def validate(con, dataset: str, opts: ReplayOptions) -> dict[str, Any]:
-    """The fidelity report of ``dataset`` (see the module's docstring): per session, per agent
-    and corpus-wide, for every variant, and the naive predictors (``naive``) beside the
-    model-only variant."""
-    ds = load_dataset(con, dataset)
-    raw = load_dataset(con, dataset, anchor=False)
+def validate(con, dataset: str, opts: ReplayOptions, session_keys: list[str] | None = None) -> dict[str, Any]:
+    """The fidelity report of ``dataset`` (or of its ``session_keys``; see the module's docstring): per
+    session, per agent and corpus-wide, for every variant, and the naive predictors beside the model only."""
+    ds = load_dataset(con, dataset, session_keys=session_keys)
+    raw = load_dataset(con, dataset, anchor=False, session_keys=session_keys)
     rec_all = recorded_cost(con, dataset, opts.prices)
     recorded = rec_all["per_session"]
     sims = {
