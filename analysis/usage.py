@@ -254,6 +254,14 @@ def usage(con, dataset: str, by: str = "day", filters: Filters | None = None, pr
                      "records output only, or nothing): their input is not counted")
     if excluded_no_time:
         notes.append(f"{excluded_no_time} responses without a timestamp are outside any --since/--until range")
+    if not f.active():
+        stored = con.execute("SELECT count(*) FROM requests r JOIN sessions s USING (session_key) WHERE s.dataset = ?",
+                             [dataset]).fetchone()[0]
+        counted = _finish(total)["requests"]
+        if stored > counted:  # the same response in two stored sessions (a fork, a resume's copy)
+            notes.append(f"{stored - counted} of the {stored:,} stored requests repeat a response of another stored "
+                         "session (a resume's copy or a fork): counted once here, as billed; replay, validate and "
+                         "whatif replay each session whole, so their recorded bill counts them in each")
     return {"dataset": dataset, "by": by, "filters": f.describe(), "prices": prices.describe(), "rows": rows,
             "totals": _finish(total), "unpriced_models": dict(sorted(unpriced.items())), "notes": notes}
 

@@ -397,3 +397,11 @@ def test_a_table_wider_than_the_page_drops_columns_and_wide_shows_them(db, monke
         assert all(k in out for k in keys)  # a session key is never wrapped
         wide = run(*args, "--wide").output
         assert "cache write 5m" in wide and "total tokens" in wide and "agent" in wide
+
+
+def test_a_response_in_two_sessions_is_counted_once_and_the_note_says_why(db):
+    got = usage_json(db)
+    assert got["totals"]["requests"] == len(EXPECTED)
+    # session c copies session a's first response (a resume): stored twice, counted once
+    assert any(n.startswith("1 of the 6 stored requests repeat a response") for n in got["notes"]), got["notes"]
+    assert not any("repeat a response" in n for n in usage_json(db, "--model", "claude-test-two")["notes"])
