@@ -94,7 +94,7 @@ def test_cells_keep_the_text_the_table_shows(db):
     rows = list(csv.DictReader(io.StringIO(run("sessions", "--db", db, "--format", "csv").stdout)))
     sessions = json.loads(run("sessions", "--db", db, "-j").stdout)
     assert [r["session"] for r in rows[:-1]] == [s["session_key"] for s in sessions]
-    assert rows[0]["block tokens"] == f"{sessions[0]['block_tokens']:,}"
+    assert rows[0]["block tokens"] == str(sessions[0]["block_tokens"])  # CSV: no thousands separators
     assert rows[-1]["session"] == f"{len(sessions)} sessions"
     md = run("compare", "--db", db, "--format", "markdown").stdout
     assert re.search(r"\| [+-]\d+\.\d\d% \[[+-]\d+\.\d\d, [+-]\d+\.\d\d\] \|", md), md  # a saving, as shown
@@ -138,8 +138,8 @@ def test_renderers_escape_and_align():
     assert plain(t).splitlines() == ["name         n", "a|b [x]      7", "c,d      1,227", "total    1,234"]
     assert markdown(t).splitlines() == ["| name | n |", "| --- | ---: |", "| a\\|b [x] | 7 |", "| c,d | 1,227 |",
                                         "| total | 1,234 |"]
-    assert list(csv.reader(io.StringIO(to_csv(t)))) == [["name", "n"], ["a|b [x]", "7"], ["c,d", "1,227"],
-                                                        ["total", "1,234"]]
+    assert list(csv.reader(io.StringIO(to_csv(t)))) == [["name", "n"], ["a|b [x]", "7"], ["c,d", "1227"],
+                                                        ["total", "1234"]]
 
 
 def test_formats_from_a_real_process(db):
@@ -155,3 +155,10 @@ def test_formats_from_a_real_process(db):
     assert "Sessions of sample" in r.stderr
     r = cli("usage", "--db", db, "--format", "markdown", "--by", "model")
     assert all(line.startswith("|") for line in r.stdout.splitlines()) and "| total |" in r.stdout
+
+
+def test_csv_numbers_drop_their_thousands_separators():
+    from replay.cli.formats import csv_number
+
+    assert [csv_number(c) for c in ("151,182", "+1,234", "$1,255.98", "-12,000.5%", "1,2", "a,b", "0:96", "1 h 46 m")] \
+        == ["151182", "+1234", "$1255.98", "-12000.5%", "1,2", "a,b", "0:96", "1 h 46 m"]

@@ -1,11 +1,12 @@
 """The tables of `--format plain|markdown|csv`: a Rich table's header, rows and footer as text,
 without boxes, styles or markup, each cell's text as the Rich table shows it (numbers keep
-their thousands separators, percent signs and `+`/`?` marks)."""
+their thousands separators, percent signs and `+`/`?` marks; CSV drops the separators)."""
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -60,13 +61,25 @@ def markdown(t) -> str:
     return line(header) + sep + "".join(line(r) for r in rows)
 
 
+# a whole number with thousands separators ("151,182", "+1,234", "$1,255.98", "-12,000.5%"): a
+# spreadsheet reads it as text, so CSV writes it without them
+_GROUPED = re.compile(r"([+-]?\$?)(\d{1,3}(?:,\d{3})+)((?:\.\d+)?%?)")
+
+
+def csv_number(cell: str) -> str:
+    """``cell`` without its thousands separators when it is a grouped number, else as it is."""
+    m = _GROUPED.fullmatch(cell)
+    return m.group(1) + m.group(2).replace(",", "") + m.group(3) if m else cell
+
+
 def to_csv(t) -> str:
-    """CSV (the csv module's quoting, RFC 4180): the header, then one line per row."""
+    """CSV (the csv module's quoting, RFC 4180): the header, then one line per row; a number
+    drops its thousands separators (the other formats keep the table's text)."""
     header, rows = table_cells(t)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header)
-    w.writerows(rows)
+    w.writerows([[csv_number(c) for c in r] for r in rows])
     return buf.getvalue()
 
 
