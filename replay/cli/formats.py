@@ -68,6 +68,8 @@ _GROUPED = re.compile(r"([+-]?\$?)(\d{1,3}(?:,\d{3})+)((?:\.\d+)?%?)")
 
 def csv_number(cell: str) -> str:
     """``cell`` without its thousands separators when it is a grouped number, else as it is."""
+    if cell[:1] == "\u2212":  # the typographic minus of money (`−$239.52`): CSV's is ASCII
+        cell = "-" + cell[1:]
     m = _GROUPED.fullmatch(cell)
     return m.group(1) + m.group(2).replace(",", "") + m.group(3) if m else cell
 
