@@ -207,3 +207,10 @@ def test_validate_takes_a_slice(sample_db, tmp_path):
     assert {s["session_id"]: s["recorded"] for s in got["sessions"]} == mine  # each session checked as before
     r = cli("validate", "--db", sample_db, "--since", "2099-01-01", code=1)
     assert "the logs span" in r.output
+
+
+def test_breaks_limit_zero_lists_every_break(sample_db):
+    every = json.loads(cli("breaks", "--db", sample_db, "--json").stdout)["breaks"]
+    assert len(json.loads(cli("breaks", "--db", sample_db, "--json", "--limit", "0").stdout)["breaks"]) == len(every)
+    rows = cli("breaks", "--db", sample_db, "--limit", "0", "--format", "csv").stdout.strip().splitlines()
+    assert len(rows) - 1 >= len(every) > 1  # the header, then every break (and the per-session table)

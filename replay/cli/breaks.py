@@ -25,7 +25,8 @@ DEFAULT_LIMIT = 20
               help="Only the sessions whose key starts with KEY (`ctxreplay sessions` lists the keys).")
 @click.option("--limit", type=click.IntRange(min=0), default=None,
               help=f"List at most N breaks and N sessions, the costliest first (--json: in request order) "
-                   f"[default: {DEFAULT_LIMIT} in text, every break in --json]; the summary always covers all.")
+                   f"[default: {DEFAULT_LIMIT} in text, every break in --json; 0: every break]; the summary "
+                   "always covers all.")
 @click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/cache_write_1h/cache_read/output "
                    "in $/Mtok).")
@@ -82,7 +83,7 @@ def breaks(db, dataset, session, limit, prices_file, price_date, since, until, p
     for r in rows:
         if "time" in r:
             r["time_local"] = _local(r["time"], tz)
-    n = limit if limit is not None else (None if as_json else DEFAULT_LIMIT)
+    n = (limit or None) if limit is not None else (None if as_json else DEFAULT_LIMIT)  # 0: every break
     shown = _costliest(rows, n)
     if as_json:
         summary["top_sessions"] = summary["top_sessions"][:10 if n is None else n]
@@ -112,7 +113,7 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{v:.1%}"
 
 
-def _print(rows: list[dict], shown: list[dict], summary: dict, n: int, tz=None) -> None:
+def _print(rows: list[dict], shown: list[dict], summary: dict, n: int | None, tz=None) -> None:
     from replay.experiments.breaks import BY_NAME
 
     if not rows:
@@ -137,7 +138,7 @@ def _print(rows: list[dict], shown: list[dict], summary: dict, n: int, tz=None) 
                   esc(r["cause_label"]), esc(where), count(r["tokens"]), amount(r["cost"]))
     print_table(fit(t))
     s = Table("session", "agent", "breaks", "re-billed tokens", "$", "main cause",
-              title=f"Breaks per session (the {min(n, len(summary['top_sessions']))} costliest)")
+              title=f"Breaks per session (the {len(summary['top_sessions'][:n])} costliest)")
     for x in summary["top_sessions"][:n]:
         s.add_row(esc(x["session"][:12]), esc(x["agent"] or "-"), count(x["breaks"]), count(x["tokens"]),
                   amount(x["cost"]), esc(BY_NAME[x["main_cause"]].label))
