@@ -150,11 +150,7 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     finally:
         con.close()
     if not rows:
-        others = sorted({json.dumps(r["cache_config"].get("slice"), sort_keys=True) for r in every})
-        raise ValueError(f"no finished runs for dataset {dataset!r}" + (
-            f" in the slice {json.dumps(slice, sort_keys=True)}" if slice else " over the whole dataset") + (
-            f"; its runs are of other slices ({', '.join(others[:3])}): give the same slice options as their "
-            "`replay`, or run `ctxreplay replay` without them" if every else "; run `ctxreplay replay` first"))
+        raise ValueError(no_runs_text(dataset, slice, every, first_runs(db, dataset, slice)))
     m = tables.with_baseline(df)
     mc = tables.calibrated(m)
     figures: list[tuple[str, str, Path]] = []  # (section, caption, png)
@@ -274,6 +270,46 @@ def _build(db: Path, dataset: str, out_dir: Path, stage: Path, *, objective: str
     (stage / "index.html").write_text(_html(md, figures, stage, dataset))
     rec = tables.compact(ans)
     return {"out": str(out_dir), "runs": len(rows), "figures": len(figures), "recommendation": rec, "answer": ans}
+
+
+def no_runs_text(dataset: str, slice: dict | None, every: list[dict], commands: str) -> str:
+    """Why there is nothing to report (no finished run of the dataset and slice), and what to run;
+    ``every``: the dataset's runs of any slice (compare rows, or anything with ``cache_config``)."""
+    where = f" in the slice {json.dumps(slice, sort_keys=True)}" if slice else " over the whole dataset"
+    if every:
+        others = sorted({json.dumps(r["cache_config"].get("slice"), sort_keys=True) for r in every})
+        return (f"no finished runs for dataset {dataset!r}{where}; its runs are of other slices "
+                f"({', '.join(others[:3])}): give the same slice options as their `replay`, or store runs of this "
+                f"one: {commands}")
+    return (f"no finished runs for dataset {dataset!r}{where}: a report compares policy runs with their no-op "
+            f"baseline; store them first: {commands}; then write the report again")
+
+
+EXAMPLE_POLICY = "devboy_lru"  # lossless and without risk: the example a "no runs" message names
+EXAMPLE_SWEEP = Path(__file__).resolve().parents[1] / "examples" / "devboy_capacity.toml"
+
+
+def first_runs(db: Path | None, dataset: str | None, slice: dict | None, baseline: bool = True) -> str:
+    """The commands that store what a report compares: the no-op baseline (``baseline``) and one
+    policy's run, or a sweep (its grid and their no-op baselines). ``db``/``dataset`` None: the
+    commands' defaults (not repeated)."""
+    import shlex
+
+    from replay.experiments.slices import slice_text
+    from replay.policies import REGISTRY
+
+    opts = (f" --db {shlex.quote(str(db))}" if db else "") + (f" --dataset {shlex.quote(dataset)}" if dataset else "")
+    tail = f" {slice_text(slice)}" if slice else ""
+    policy = EXAMPLE_POLICY if EXAMPLE_POLICY in REGISTRY else next(p for p in REGISTRY if p != "noop")
+    spec = "SPEC"
+    if EXAMPLE_SWEEP.is_file():
+        spec = str(EXAMPLE_SWEEP)
+        with contextlib.suppress(ValueError):
+            spec = str(EXAMPLE_SWEEP.relative_to(Path.cwd()))
+    run = f"`ctxreplay replay{opts} --policy {policy}{tail}` (one policy; `ctxreplay policies` lists them)"
+    if baseline:
+        run = f"`ctxreplay replay{opts}{tail}` (the no-op baseline) and {run}"
+    return f"{run}, or `ctxreplay sweep {shlex.quote(spec)}{opts}{tail}` (a grid of settings with their baselines)"
 
 
 SYNTHETIC_NOTICE = "Synthetic data: these savings illustrate the pipeline, not what real logs save."

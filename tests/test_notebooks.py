@@ -218,7 +218,7 @@ def demo_db(tmp_path_factory) -> tuple[Path, dict]:
     d = tmp_path_factory.mktemp("notebooks-demo")
     r = CliRunner().invoke(main, ["demo", "--db", str(d / "demo.duckdb"), "--report", str(d / "report"), "--json"])
     assert r.exit_code == 0, r.output
-    return d / "demo.duckdb", json.loads(r.output)
+    return d / "demo.duckdb", json.loads(r.stdout)  # warnings go to stderr
 
 
 def test_notebooks_on_the_demo_database_draw_every_figure_and_recommend_what_the_report_does(demo_db):

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from replay.cli.common import REPO_ROOT, esc, fail, json_option, open_db, out, remember_db
+from replay.cli.common import REPO_ROOT, esc, fail, json_option, open_db, out, print_table, remember_db, warn
 from replay.cli.data import print_ingest_summary
 
 SAMPLE_DIR = REPO_ROOT / "datasets" / "sample" / "logs"
@@ -50,7 +50,7 @@ def mark_synthetic(con, dataset: str) -> None:
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out/report"),
               show_default=True, help="Where the report goes.")
 @json_option("Print only a JSON summary at the end: {db, report, logs, synthetic, notice, ingest, fidelity, policies, "
-             "bounds, sweep, answer}.")
+             "bounds, sweep, answer, warnings}.")
 def demo(db: Path, logs: Path | None, report_dir: Path, as_json: bool) -> None:
     """Run the whole pipeline on the embedded sample dataset (no logs of your own needed).
 
@@ -69,25 +69,29 @@ def demo(db: Path, logs: Path | None, report_dir: Path, as_json: bool) -> None:
         Path(str(db) + suffix).unlink(missing_ok=True)
     summary: dict = {"db": str(db), "report": str(report_dir / "index.html"), "logs": str(logs),
                      "synthetic": synthetic, "notice": SYNTHETIC_NOTICE if synthetic else None}
-    with _quiet(as_json):
+    notes = _Warnings()
+    with _quiet(as_json), notes:
         if synthetic:
             out.print(f"[bold yellow]{esc(SYNTHETIC_NOTICE)}[/]")
-        summary["ingest"] = _ingest_sample(logs, db)
+        summary["ingest"] = notes.after(_ingest_sample(logs, db))
         con = open_db(db, read_only=False)
         if synthetic:
             mark_synthetic(con, "sample")
-        summary["fidelity"] = _baseline_fidelity(con)
-        summary["policies"] = _every_policy(con)
-        summary["bounds"] = _bounds(con)
+        summary["fidelity"] = notes.after(_baseline_fidelity(con))
+        summary["policies"] = notes.after(_every_policy(con))
+        summary["bounds"] = notes.after(_bounds(con))
         con.close()
-        summary["sweep"] = _sweep(db)
-        summary["answer"] = _report(db, report_dir)
+        summary["sweep"] = notes.after(_sweep(db))
+        summary["answer"] = notes.after(_report(db, report_dir))
+    summary["warnings"] = [{"message": m, "count": n} for m, n in notes.seen.items()]
     if as_json:
         from analysis.compare import strict
 
         click.echo(json.dumps(strict(summary), indent=2, allow_nan=False, default=str))
         return
-    out.print(f"[green]demo done[/]: {esc(db)}, {esc(report_dir)}/index.html")
+    n = len(notes.seen)
+    out.print("[green]demo done[/]" + (f" ({n} warning{'s' if n > 1 else ''}, on stderr above)" if n else "")
+              + f": {esc(db)}, {esc(report_dir)}/index.html")
     if synthetic:
         out.print(f"[bold yellow]{esc(SYNTHETIC_NOTICE)}[/]")
 
@@ -102,10 +106,70 @@ def _quiet(on: bool):
         yield
 
 
+class _Warnings:
+    """The Python warnings the steps raise (a policy replayed on a model outside its source's list,
+    ...), each printed once as the CLI's own `warning:` line on stderr after the step that raised
+    it, with how many times it was raised; never Python's raw `file:line: Category` lines."""
+
+    def __init__(self):
+        import warnings
+
+        self.seen: dict[str, int] = {}
+        self._shown = 0
+        self._catch = warnings.catch_warnings(record=True)
+
+    def __enter__(self):
+        import warnings
+
+        self._log = self._catch.__enter__()
+        warnings.simplefilter("always", UserWarning)  # every occurrence, to count them
+        return self
+
+    def __exit__(self, *exc):
+        self._catch.__exit__(*exc)
+        self.after(None)
+        return False
+
+    def after(self, result):
+        """Print the warnings raised since the last call (the step that returned ``result``); ``result``."""
+        new: dict[str, int] = {}
+        for w in self._log[self._shown:]:
+            text = " ".join(str(w.message).split())
+            new[text] = new.get(text, 0) + 1
+        self._shown = len(self._log)
+        for text, n in new.items():
+            self.seen[text] = self.seen.get(text, 0) + n
+            warn(text + (f" (raised {n} times in this step)" if n > 1 else ""))
+        return result
+
+
+def _title(text: str) -> None:
+    """A step's title as a rule, or (wider than the console: a pipe is 80 columns) as a plain
+    line: a rule would cut it."""
+    from rich.cells import cell_len
+
+    if cell_len(text) + 6 <= out.width:
+        out.rule(f"[bold]{esc(text)}")
+    else:
+        out.print(f"[bold]── {esc(text)} ──[/]")
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> Table:
+    """A step's table: the first column (a policy or bound name) wraps rather than being cut, each
+    figure stays whole on one line (its column never narrower than it; the headers wrap)."""
+    t = Table(*headers)
+    for r in rows:
+        t.add_row(*(esc(x) for x in r))
+    t.columns[0].overflow = "fold"
+    for i, c in enumerate(t.columns[1:], start=1):
+        c.justify, c.min_width = "right", max((len(r[i]) for r in rows), default=1)
+    return t
+
+
 def _ingest_sample(logs: Path, db: Path) -> dict:
     from replay.store.load import ingest as run_ingest
 
-    out.rule("[bold]1. ingest")
+    _title("1. ingest")
     out.print(f"logs: {esc(logs)}")
     summary = run_ingest([logs], db, dataset="sample", key_file=db.parent / "demo.key")
     print_ingest_summary(summary, db, "sample")
@@ -119,7 +183,7 @@ def _baseline_fidelity(con) -> dict:
     from replay.engine import ReplayOptions
     from replay.experiments.validate import validate as run_validate
 
-    out.rule("[bold]2. baseline fidelity")
+    _title("2. baseline fidelity")
     rep = run_validate(con, "sample", ReplayOptions())
     found = variant_fidelity(rep)
     for name, v in found.items():
@@ -144,9 +208,9 @@ def _every_policy(con) -> dict:
     from replay.model.cache import CacheConfig
     from replay.policies import REGISTRY, build
 
-    out.rule("[bold]3. the baseline and every policy at its defaults, under both cache-model variants")
+    _title("3. the baseline and every policy at its defaults, under both cache-model variants")
     ds = runs.load(con, "sample")
-    t = Table("policy", *(f"{v} cost $" for v, _ in VARIANTS), "context tokens", "busts")
+    rows: list[list[str]] = []
     found: dict[str, dict] = {}
     for name in REGISTRY:
         if name == "pipeline":
@@ -158,8 +222,8 @@ def _every_policy(con) -> dict:
             tot = {k: sum(r.figures[k] for r in results) for k in ("cost", "context_tokens", "busts")}
             cost.append(f"{tot['cost']:,.2f}")
             found.setdefault(name, {})[variant.replace("-", "_")] = {"run_id": run_id, **tot}
-        t.add_row(name, *cost, f"{tot['context_tokens']:,.0f}", f"{tot['busts']:.0f}")
-    out.print(t)
+        rows.append([name, *cost, f"{tot['context_tokens']:,.0f}", f"{tot['busts']:.0f}"])
+    print_table(_table(["policy", *(f"{v} cost $" for v, _ in VARIANTS), "context tokens", "busts"], rows))
     return found
 
 
@@ -174,10 +238,9 @@ def _bounds(con) -> dict:
     from replay.model.cache import CacheConfig
     from replay.policies import Noop
 
-    out.rule("[bold]3b. offline-optimal bounds (what a policy that knew the whole log could save)")
+    _title("3b. offline-optimal bounds (what a policy that knew the whole log could save)")
     ds = runs.load(con, "sample")
     found: dict[str, dict] = {}
-    t = Table("bound", "TTL", *(f"{v} cost $" for v, _ in VARIANTS))
     costs: dict[tuple[str, str], list[str]] = {}
     t0 = time.perf_counter()
     for ttl in DEMO_BOUND_TTLS:
@@ -191,9 +254,8 @@ def _bounds(con) -> dict:
                 found.setdefault(policy.name, {}).setdefault(ttl, {})[variant.replace("-", "_")] = {
                     "run_id": run_id, "cost": cost}
                 costs.setdefault((policy.name, ttl), []).append(f"{cost:,.2f}")
-    for (name, ttl), c in costs.items():
-        t.add_row(name, ttl, *c)
-    out.print(t)
+    print_table(_table(["bound", "TTL", *(f"{v} cost $" for v, _ in VARIANTS)],
+                       [[name, ttl, *c] for (name, ttl), c in costs.items()]))
     out.print(f"bounds computed in {time.perf_counter() - t0:.1f}s")
     return found
 
@@ -201,7 +263,7 @@ def _bounds(con) -> dict:
 def _sweep(db: Path) -> dict | None:
     from replay.experiments.sweep import load_spec, run_sweep
 
-    out.rule("[bold]4. sweep")
+    _title("4. sweep")
     spec_path = REPO_ROOT / "examples" / DEMO_SWEEP
     if spec_path.exists():
         spec = load_spec(spec_path)
@@ -222,7 +284,7 @@ def _sweep(db: Path) -> dict | None:
 def _report(db: Path, report_dir: Path) -> dict:
     from analysis.report import build as build_report
 
-    out.rule("[bold]5. report")
+    _title("5. report")
     r = build_report(db, "sample", report_dir)
     out.print(f"wrote {esc(report_dir)}/index.html and {esc(report_dir)}/report.md ({r['runs']} runs, "
               f"{r['figures']} figures)")

@@ -296,7 +296,12 @@ def report(db, dataset, out_dir, objective, max_risk, min_saving, since, until, 
 
     The fidelity check and the cache breaks price the recorded usage with the prices the
     report's runs were replayed with, or with --prices/--price-date when given (a model
-    without a price in either is one `error:` line naming it)."""
+    without a price in either is one `error:` line naming it).
+
+    Without a finished run of the dataset and slice it stops at once, with one `error:` line
+    naming the commands that store a no-op baseline and a policy run (or a sweep); without the
+    default database yet, it names the ingest to run first (a report compares runs stored after
+    the ingest, so it does not read the agents' log folders itself as `usage` does)."""
     from analysis.report import build
     from analysis.rules import parse_limits
     from replay.cli.usage import price_table
@@ -304,9 +309,13 @@ def report(db, dataset, out_dir, objective, max_risk, min_saving, since, until, 
 
     with fail_on(ValueError):
         limits = parse_limits(max_risk) if max_risk else None
+    given = _db_given()
+    if not db.exists() and not given:
+        _no_database_yet(db, out_dir)
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
     slc, _ = _wanted_slice(con, dataset, (since, until, projects, models, agents, tz_name, key_file))
+    commands = _runs_first(con, db if given else None, dataset, slc)  # before the slow work
     con.close()
     prices = price_table(prices_file, price_date).bind(dataset, key_file) if prices_file or price_date else None
     with fail_on(ValueError, OSError, PriceError):
@@ -320,6 +329,8 @@ def report(db, dataset, out_dir, objective, max_risk, min_saving, since, until, 
         return
     out.print(f"wrote {esc(out_dir)}/index.html and report.md ({res['runs']} runs, {res['figures']} figures)")
     out.print(esc(res["answer"]["headline"]))
+    if res["answer"].get("verdict") == "no_runs":
+        out.print(f"[yellow]for example:[/] {esc(commands)}")
     if res["answer"].get("without_baseline"):
         from analysis.compare import compare as run_compare
 
@@ -331,6 +342,53 @@ def report(db, dataset, out_dir, objective, max_risk, min_saving, since, until, 
         for cmd, ids in _missing_baselines(db, rows).items():
             out.print(f"[yellow]{len(ids)} run(s) have no no-op baseline, so the report cannot measure their "
                       f"savings; store it with[/]\n  {esc(cmd)}\n  then write the report again")
+
+
+def _db_given() -> bool:
+    """Whether --db named the database (else the default one, or $CTXREPLAY_DB's)."""
+    from replay.cli.autoingest import DB_SOURCE
+
+    ctx = click.get_current_context(silent=True)
+    return ctx is None or ctx.meta.get(DB_SOURCE, "option") == "option"
+
+
+def _no_database_yet(db: Path, out_dir: Path) -> None:
+    """No default database yet: a report compares stored runs, so reading the logs alone (as
+    `usage` does on its own) would not make one; say what to run first, in order."""
+    import shlex
+
+    from analysis.report import first_runs
+    from replay.ingest.roots import default_log_roots, shown
+
+    try:
+        roots = [shown(r.path) for r in default_log_roots()]
+    except RuntimeError:  # no home folder
+        roots = []
+    logs = " ".join(roots) if roots else "PATH"
+    fail(f"no database at {db} yet: a report compares policy runs stored in it. First read your logs into it: "
+         f"`ctxreplay ingest {logs}`" + (" (the agents' default log folders found here)" if roots else
+                                         " (a folder of agent logs)")
+         + f"; then store runs: {first_runs(None, None, None)}; then `ctxreplay report --out "
+         f"{shlex.quote(str(out_dir))}`")
+
+
+def _runs_first(con, db: Path | None, dataset: str, slc: dict | None) -> str:
+    """Fail at once (before the report's slow work) when the dataset has no finished run of this
+    slice, naming the commands that store them; else the commands that store a policy run (the
+    report names them when it finds no-op baselines only). ``db`` None: the default database
+    (not repeated)."""
+    from analysis.report import first_runs, no_runs_text
+    from replay import store
+
+    stored = [{"policy": p, "cache_config": json.loads(c)} for p, c in con.execute(
+        "SELECT policy, cache_config FROM runs r WHERE dataset = ? AND status = 'finished' AND EXISTS "
+        "(SELECT 1 FROM run_sessions s WHERE s.run_id = r.run_id)", [dataset]).fetchall()]
+    several = len(store.dataset_names(con)) > 1
+    named = dataset if several else None
+    mine = [r for r in stored if r["cache_config"].get("slice") == slc]
+    if not mine:
+        fail(no_runs_text(dataset, slc, stored, first_runs(db, named, slc)))
+    return first_runs(db, named, slc, baseline=not any(r["policy"] == "noop" for r in mine))
 
 
 COMMANDS = [compare, report]

@@ -374,7 +374,8 @@ def evaluate(con, ds, iv, run_ids: dict[tuple, dict], register=REGISTER, *, pric
                 # a comparison of two settings: where the better one stands against doing nothing
                 q = cm.paired(con, iv, run["baseline_run"], run["run_id"], ("cost",))
                 x["cost_vs_noop"] = {"saved_usd": q["baseline_total"] - q["run_total"], "saved_pct": q["saved_pct"],
-                                     "interval_pct": q["interval_pct"], "baseline_run": run["baseline_run"]}
+                                     "interval_pct": q["interval_pct"], "baseline_run": run["baseline_run"],
+                                     "baseline_usd": q["baseline_total"]}
         if x["own_metric"] is None:
             x["reason"] = "not run yet: `ctxreplay claims` replays it"
             continue
