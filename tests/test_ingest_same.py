@@ -48,7 +48,7 @@ GOLDEN = {  # from 9fbd476; requests, schema_migrations and source_files from b8
     "sessions": "497ec543abc72ba3",
     "source_files": "84b8fb799a23e277",
     "streams": "132604c8358912f1",
-    "summary": "e4e04fa764aa68b4",  # 2026-11-28: the summary's new shorter_versions list (issue 37)
+    "summary": "b80f05b52c87da9f",  # 2026-11-28: shorter_versions (issue 37), then subagent_files (issue 38)
 }
 
 

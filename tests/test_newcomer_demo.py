@@ -205,3 +205,17 @@ def test_the_narrow_claims_table_names_the_baseline_and_keeps_figures_whole():
         assert any(fig in x for x in lines), fig
     assert "vs observation_masking" in text and "the no-op ($758.67):" in text
     assert text.count("of $2,338.74") == 1  # the no-op's claim has no "of"
+
+
+def test_a_library_warning_is_one_warning_line_in_any_command(sample_db):
+    import subprocess
+    import sys
+
+    # a subprocess: pytest's own warning capture would stand in for the CLI's
+    r = subprocess.run([sys.executable, "-m", "replay.cli", "replay", "--db", str(sample_db), "--policy",
+                        "server_compaction", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert any(x.startswith("warning: server_compaction: model ") for x in lines), r.stderr
+    assert not any("warnings.warn" in x or "Warning:" in x or ".py:" in x for x in lines), r.stderr
+    json.loads(r.stdout)  # stdout stays clean JSON

@@ -81,7 +81,9 @@ def print_ingest_summary(summary, db: Path, dataset: str) -> None:
     s = summary
     mbps = s.bytes / 1e6 / s.seconds if s.seconds else 0.0
     out.print(
-        f"[bold]{s.files}[/] files: {s.ingested} ingested ({s.new_versions} as new versions), "
+        f"[bold]{s.files}[/] files"
+        + (f" ({s.subagent_files} of them subagent files read with their sessions)" if s.subagent_files else "")
+        + f": {s.ingested} ingested ({s.new_versions} as new versions), "
         f"{s.unchanged} unchanged, {s.duplicates} duplicate content, {len(s.failed)} failed"
         + (f", {len(s.skipped_files)} skipped" if s.skipped_files else "") + f" in {s.seconds:.1f}s ({mbps:.1f} MB/s)"
     )

@@ -14,6 +14,7 @@ import click
 from replay import __version__
 from replay.cli import advise, bound, breaks, check, claims, data, demo, fidelity, results, run, usage, whatif
 from replay.cli.common import CONTEXT_SETTINGS, EXIT_CODES, CleanGroup
+from replay.cli.console import warn
 from replay.cli.demo import sample_logs_dir
 from replay.cli.privacy import anonymize
 
@@ -32,6 +33,11 @@ def main() -> None:
     Start with `ctxreplay usage --by day`: with no --db it ingests your agents' logs from their
     default folders into a database in your data directory first. Or try `ctxreplay demo`.
     """
+    import warnings
+
+    # a library warning (a policy given a model outside its documented list, ...) is one
+    # `warning:` line like the CLI's own, not Python's two-line form with a source line
+    warnings.showwarning = lambda message, *_a, **_k: warn(str(message))
 
 
 for _command in [*data.COMMANDS, *usage.COMMANDS, *run.COMMANDS, *results.COMMANDS, *fidelity.COMMANDS, *breaks.COMMANDS,

@@ -52,6 +52,9 @@ class IngestSummary:
     # files that now hold a different session than the one stored from them (that one is kept)
     kept_sessions: list[str] = field(default_factory=list)
     skipped_files: list[tuple[str, str]] = field(default_factory=list)  # not regular files: never opened
+    # `subagents/agent-*.jsonl` files read with their session's main file: counted in `files`, not
+    # in ingested/unchanged/duplicates/failed (which count the main files)
+    subagent_files: int = 0
     # (file, its requests, the stored version's): a file now shorter than the session stored from it, kept
     shorter_versions: list[tuple[str, int, int]] = field(default_factory=list)
     sessions: int = 0
@@ -74,6 +77,7 @@ class IngestSummary:
             "kept_sessions": list(self.kept_sessions),
             "shorter_versions": [{"file": f, "requests": n, "stored_requests": m} for f, n, m in self.shorter_versions],
             "skipped_files": [{"file": f, "reason": r} for f, r in self.skipped_files],
+            "subagent_files": self.subagent_files,
             "sessions": self.sessions,
             "streams": self.streams,
             "requests": self.requests,
@@ -122,6 +126,7 @@ def ingest(
     summary = IngestSummary()
     units = discover(paths, summary.failed, summary.skipped_files)
     summary.files = sum(1 + len(u.subagents) for u in units)
+    summary.subagent_files = sum(len(u.subagents) for u in units)
     master = master_key if master_key is not None else load_or_create_master_key(key_file)
     keys = Keyring.for_dataset(master, dataset)
     from replay.store.load_parallel import EarlyReader, Workers, read_in_parallel, start_method
