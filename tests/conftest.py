@@ -3,38 +3,66 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+# Resolved: the code resolves the paths it ingests (file keys, anonymized names derive from the
+# real path), so a ``../shared`` that is a symlink must give the tests the same real path.
+SHARED = (Path(__file__).resolve().parents[2] / "shared").resolve()
 SHARED_LOGS = SHARED / "logs"
+
+
+def _set_isolated_key(mp: pytest.MonkeyPatch, base: Path) -> None:
+    """$CTXREPLAY_KEY_FILE names a test key under ``base`` (made here: a named key file must
+    exist, only the default path is created on first use), and $XDG_CONFIG_HOME points under
+    ``base`` too, so a test that clears $CTXREPLAY_KEY_FILE still never reaches ~/.config."""
+    from replay.ingest.keys import load_or_create_master_key
+
+    key = base / "test.key"
+    load_or_create_master_key(key)
+    mp.setenv("CTXREPLAY_KEY_FILE", str(key))
+    mp.setenv("XDG_CONFIG_HOME", str(base / "xdg-config"))
+
+
+def _set_isolated_defaults(mp: pytest.MonkeyPatch, base: Path) -> None:
+    """A command run without --db ingests the default log folders first (replay/cli/autoingest.py)
+    into the default database: the data folder, the Claude Code and Codex folders and the rates
+    cache point under ``base``; HOME stays (tools keep caches under it), which leaves ~/.gemini
+    and ~/.copilot: tests that need a HOME set their own."""
+    mp.setenv("XDG_DATA_HOME", str(base / "xdg-data"))
+    mp.setenv("CLAUDE_CONFIG_DIR", str(base / "no-claude"))
+    mp.setenv("CODEX_HOME", str(base / "no-codex"))
+    mp.delenv("CTXREPLAY_DB", raising=False)
+    mp.setenv("CTXREPLAY_CACHE_DIR", str(base / "cache"))  # the rates cache (replay/model/rates_cache.py)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_session(tmp_path_factory):
+    """The same isolation for the whole session, set up before any module- or class-scoped
+    fixture (pytest builds higher scopes first): a module fixture that ingests or runs a command
+    would otherwise create or read the user's real ~/.config/ctxreplay/key and default database
+    before the function-scoped fixtures below ran (tests/test_test_isolation.py checks it)."""
+    mp = pytest.MonkeyPatch()
+    base = tmp_path_factory.getbasetemp()
+    _set_isolated_key(mp, base)
+    _set_isolated_defaults(mp, base)
+    yield
+    mp.undo()
 
 
 @pytest.fixture(autouse=True)
 def _isolated_key(tmp_path_factory, monkeypatch):
-    """Never touch the user's real key file from a test. A named key file must exist (only the
-    default path is created on first use), so the test key is made here."""
-    from replay.ingest.keys import load_or_create_master_key
-
-    key = tmp_path_factory.getbasetemp() / "test.key"
-    load_or_create_master_key(key)
-    monkeypatch.setenv("CTXREPLAY_KEY_FILE", str(key))
+    """Never touch the user's real key file from a test (again per test: a test or fixture that
+    changed os.environ without monkeypatch must not leak into the next test)."""
+    _set_isolated_key(monkeypatch, tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(autouse=True)
 def _isolated_defaults(tmp_path_factory, monkeypatch):
-    """Never read the user's own agent logs nor write their default database from a test: a
-    command run without --db ingests the default log folders first (replay/cli/autoingest.py).
-    The Claude Code and Codex folders point to a missing place; HOME stays (tools keep caches
-    under it), which leaves ~/.gemini and ~/.copilot: tests that need a HOME set their own."""
-    base = tmp_path_factory.getbasetemp()
-    monkeypatch.setenv("XDG_DATA_HOME", str(base / "xdg-data"))
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(base / "no-claude"))
-    monkeypatch.setenv("CODEX_HOME", str(base / "no-codex"))
-    monkeypatch.delenv("CTXREPLAY_DB", raising=False)
-    monkeypatch.setenv("CTXREPLAY_CACHE_DIR", str(base / "cache"))  # the rates cache (replay/model/rates_cache.py)
+    """Never read the user's own agent logs nor write their default database from a test."""
+    _set_isolated_defaults(monkeypatch, tmp_path_factory.getbasetemp())
 
 
 def shared_logs(sub: str = "claude-code") -> Path:
     """The shared real corpus; skip when absent, but fail under CI=true (it must be there)."""
-    p = SHARED_LOGS / sub
+    p = (SHARED_LOGS / sub).resolve()  # a symlinked corpus folder too (see SHARED)
     if not p.is_dir():
         if os.environ.get("CI") == "true":
             pytest.fail(f"shared corpus {p} is missing under CI=true")
