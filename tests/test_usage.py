@@ -405,3 +405,13 @@ def test_a_response_in_two_sessions_is_counted_once_and_the_note_says_why(db):
     # session c copies session a's first response (a resume): stored twice, counted once
     assert any(n.startswith("1 of the 6 stored requests repeat a response") for n in got["notes"]), got["notes"]
     assert not any("repeat a response" in n for n in usage_json(db, "--model", "claude-test-two")["notes"])
+
+
+def test_the_daily_command_loads_no_pandas(db):
+    """`usage` answers from SQL: importing pandas (about 0.3 s, through the replay's arrays) nearly
+    doubled its time on an unchanged tree (0.75-0.82 s against 0.40-0.45 s on entire-cli)."""
+    code = ("import sys; from replay.cli.main import main; "
+            f"main(['usage', '--db', {str(db / 'u.duckdb')!r}, '--no-ingest', '--json', '--by', 'day'], "
+            "standalone_mode=False); print('pandas' in sys.modules, 'pyarrow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "False False"

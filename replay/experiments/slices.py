@@ -18,8 +18,12 @@ from datetime import date, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 from replay import store
-from replay.model.arrays import Dataset, load_dataset
+
+if TYPE_CHECKING:  # the arrays (pandas) are loaded by the commands that replay, not by `usage`'s filters
+    from replay.model.arrays import Dataset
 
 PSEUDONYM = re.compile(r"^/?[0-9a-f]{10}(\.[a-z0-9]{1,6})?(/[0-9a-f]{10}(\.[a-z0-9]{1,6})?)*/?$")
 RELATIVE = re.compile(r"^(\d{1,5})\s*([dw])$")
@@ -370,6 +374,8 @@ def slice_text(slc: dict[str, Any] | None) -> str:
 
 def load(con, dataset: str, slice: dict[str, Any] | None = None) -> Dataset:
     """The dataset's arrays: all its sessions, or those of ``slice`` (``slice_session_keys``)."""
+    from replay.model.arrays import load_dataset
+
     if dataset not in store.dataset_names(con):
         known = ", ".join(store.dataset_names(con)) or "none (run `ctxreplay ingest` first)"
         raise store.StoreError(f"no dataset {dataset!r}; known: {known}")
