@@ -415,3 +415,10 @@ def test_the_daily_command_loads_no_pandas(db):
             "standalone_mode=False); print('pandas' in sys.modules, 'pyarrow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "False False"
+
+
+def test_an_empty_csv_answer_names_the_days_on_stderr(db):
+    r = CliRunner().invoke(main, ["usage", "--db", str(db / "u.duckdb"), "--no-ingest", "--csv", "--since", "2099-01-01"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[0].startswith("day,")  # the header alone: still CSV
+    assert "the logs span" in r.stderr and "--since 2026-01-05" in r.stderr

@@ -165,6 +165,9 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
         echo_json(res, default=None)
     elif as_csv:
         _print_csv(res, filters.tz)
+        if not res["rows"] and (res.get("no_match") or res.get("coverage")):  # stdout stays CSV: the hint on stderr
+            err.print(f"no recorded responses in {esc(res['dataset'])} match these filters; "
+                      f"{esc(res.get('no_match') or res['coverage'])}", soft_wrap=True)
     else:
         _print_usage(res, filters, wide)
 
