@@ -251,3 +251,11 @@ def test_a_database_another_process_holds_is_answered_from_what_it_stores(home):
     finally:
         holder.stdin.close()
         holder.wait(timeout=60)
+
+
+def test_the_automatic_ingest_line_counts_what_it_skipped(home):
+    log = next((home / ".claude" / "projects" / "p").glob("*.jsonl"))
+    with log.open("a") as fh:
+        fh.write("{not json\n")
+    line = [x for x in ok("usage").stderr.splitlines() if x.startswith("ingested ")][0]
+    assert "1 line(s) skipped" in line and "`ctxreplay ingest` on the same folders names each" in line

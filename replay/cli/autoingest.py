@@ -184,8 +184,15 @@ def _report(s, db: Path, roots: list[str], root_paths: set[str]) -> None:
     """One line on stderr when something was added; a note when files could not be read.
     Nothing when every file was unchanged: the daily path stays silent."""
     if s.ingested:
+        skipped, repaired = sum(s.report.skipped.values()), sum(s.report.repaired.values())
+        copies = len(s.duplicate_sessions)
+        extra = ", ".join(x for x in (f"{skipped:,} line(s) skipped" if skipped else "",
+                                      f"{repaired:,} repaired" if repaired else "",
+                                      f"{copies:,} copies of a session stored once" if copies else "") if x)
         err.print(f"ingested {s.ingested:,} new or grown file(s) ({s.sessions:,} sessions, {s.requests:,} requests) "
-                  f"from {esc(', '.join(roots))} into {esc(db)} in {s.seconds:.1f} s", markup=True, highlight=False)
+                  f"from {esc(', '.join(roots))} into {esc(db)} in {s.seconds:.1f} s"
+                  + (f"; {esc(extra)} (`ctxreplay ingest` on the same folders names each)" if extra else ""),
+                  markup=True, highlight=False)
     # a default folder without logs yet (an agent installed, never run) is not a failure worth a line
     failed = [(f, reason) for f, reason in s.failed if f not in root_paths]
     if failed:
