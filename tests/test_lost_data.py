@@ -236,3 +236,19 @@ def test_a_newer_schema_is_read_with_one_warning_and_never_written(tmp_path):
     assert "upgrade ctxreplay" in warn[0] and len(json.loads(r.stdout)) == 1
     r = run("ingest", logs, "--db", db)
     assert r.exit_code != 0 and "schema version 999" in r.stderr and "upgrade ctxreplay" in r.stderr
+
+
+def test_a_duplicate_key_in_a_long_line_is_counted_too(tmp_path):
+    """A line of any length is checked: a planted second usage in a 200 KB response line is named."""
+    t = _session("duplong", 4)
+    f = t.write_jsonl(tmp_path / "a.jsonl")
+    lines = f.read_bytes().split(b"\n")
+    rec = lines[1]
+    long_text = b'"type": "text", "text": "' + b"x" * 200_000 + b'"'
+    rec = rec.replace(b'"type": "text"', long_text, 1)
+    assert len(rec) > 200_000 and b'"usage": {"input_tokens": 10' in rec
+    lines[1] = rec.replace(b'"usage": {"input_tokens": 10', b'"usage": {"input_tokens": 999, "input_tokens": 10')
+    f.write_bytes(b"\n".join(lines))
+    s = ingest([f], tmp_path / "t.duckdb")
+    assert s.report.repaired == {"duplicate_key": 1}
+    assert [m.split(": ")[0] for m in s.report.messages] == [f"{f}:2"]
