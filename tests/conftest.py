@@ -2,6 +2,13 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+
+# Each property sees the same examples on every run (a red CI run can be run again and reproduced);
+# HYPOTHESIS_PROFILE=explore draws new examples each run, as hypothesis does by default, to look for more
+hypothesis_settings.register_profile("repeatable", derandomize=True)
+hypothesis_settings.register_profile("explore", derandomize=False)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 # Resolved: the code resolves the paths it ingests (file keys, anonymized names derive from the
 # real path), so a ``../shared`` that is a symlink must give the tests the same real path.
