@@ -163,3 +163,9 @@ def test_csv_numbers_drop_their_thousands_separators():
     assert [csv_number(c) for c in ("151,182", "+1,234", "$1,255.98", "-12,000.5%", "1,2", "a,b", "0:96", "1 h 46 m")] \
         == ["151182", "+1234", "$1255.98", "-12000.5%", "1,2", "a,b", "0:96", "1 h 46 m"]
     assert csv_number("\u2212$1,239.52") == "-$1239.52" and csv_number("\u2212$3.58") == "-$3.58"
+
+
+def test_csv_turns_only_a_numbers_minus_to_ascii():
+    from replay.cli.formats import csv_number
+
+    assert csv_number("\u2212foo") == "\u2212foo" and csv_number("\u22123.5%") == "-3.5%"

@@ -67,3 +67,12 @@ def test_an_ingest_loads_neither_pyarrow_nor_pandas(tmp_path):
             "print('pyarrow' in sys.modules, 'pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split()[-2:] == ["False", "False"]
+
+
+def test_a_number_column_refuses_what_is_not_an_integer():
+    for values in ([1, 1.7], [1, "5"], [None, 2.0]):
+        with pytest.raises(TypeError):
+            columns.column(values, "int64")
+    with pytest.raises(TypeError, match="out of range"):
+        columns.column([2**70], "int64")
+    assert columns.column([True, 2], "int64")[""].tolist() == [1, 2]  # a bool is an int, as array('q') took it

@@ -209,8 +209,24 @@ def test_validate_takes_a_slice(sample_db, tmp_path):
     assert "the logs span" in r.output
 
 
-def test_breaks_limit_zero_lists_every_break(sample_db):
-    every = json.loads(cli("breaks", "--db", sample_db, "--json").stdout)["breaks"]
-    assert len(json.loads(cli("breaks", "--db", sample_db, "--json", "--limit", "0").stdout)["breaks"]) == len(every)
-    rows = cli("breaks", "--db", sample_db, "--limit", "0", "--format", "csv").stdout.strip().splitlines()
-    assert len(rows) - 1 >= len(every) > 1  # the header, then every break (and the per-session table)
+@pytest.fixture(scope="module")
+def cc_db(tmp_path_factory):
+    """The shared claude-code corpus: more breaks (68) and sessions with breaks (20) than any default limit."""
+    from conftest import shared_logs
+    from replay.store.load import ingest
+
+    db = tmp_path_factory.mktemp("cc") / "c.duckdb"
+    ingest([shared_logs("claude-code")], db, key_file=db.parent / "key")
+    return db
+
+
+def test_breaks_limit_zero_lists_every_break_and_session(cc_db):
+    got = json.loads(cli("breaks", "--db", cc_db, "--json", "--limit", "0").stdout)
+    s = got["summary"]
+    assert s["breaks"] > 20 and s["sessions_with_breaks"] > 10  # past the text (20) and JSON (10) defaults
+    assert len(got["breaks"]) == s["breaks"] and len(s["top_sessions"]) == s["sessions_with_breaks"]
+    assert len(json.loads(cli("breaks", "--db", cc_db, "--json").stdout)["summary"]["top_sessions"]) == 10
+    text = cli("breaks", "--db", cc_db, "--limit", "0", "--format", "csv").stdout
+    tables = text.strip().split("\n\n")
+    assert len(tables[0].splitlines()) - 1 == s["breaks"]  # the breaks table: a header, then every break
+    assert len(tables[1].splitlines()) - 1 == s["sessions_with_breaks"]

@@ -86,7 +86,8 @@ def breaks(db, dataset, session, limit, prices_file, price_date, since, until, p
     n = (limit or None) if limit is not None else (None if as_json else DEFAULT_LIMIT)  # 0: every break
     shown = _costliest(rows, n)
     if as_json:
-        summary["top_sessions"] = summary["top_sessions"][:10 if n is None else n]
+        if limit != 0:  # 0: every break and every session
+            summary["top_sessions"] = summary["top_sessions"][:10 if n is None else n]
         echo_json({"dataset": dataset, "slice": slc, "breaks": shown, "summary": summary})
         return
     _print(rows, shown, summary, n, tz)

@@ -64,14 +64,16 @@ def markdown(t) -> str:
 # a whole number with thousands separators ("151,182", "+1,234", "$1,255.98", "-12,000.5%"): a
 # spreadsheet reads it as text, so CSV writes it without them
 _GROUPED = re.compile(r"([+-]?\$?)(\d{1,3}(?:,\d{3})+)((?:\.\d+)?%?)")
+_NUMBER = re.compile(r"[+-]?\$?\d+(?:\.\d+)?%?")
 
 
 def csv_number(cell: str) -> str:
     """``cell`` without its thousands separators when it is a grouped number, else as it is."""
-    if cell[:1] == "\u2212":  # the typographic minus of money (`−$239.52`): CSV's is ASCII
-        cell = "-" + cell[1:]
-    m = _GROUPED.fullmatch(cell)
-    return m.group(1) + m.group(2).replace(",", "") + m.group(3) if m else cell
+    ascii_minus = "-" + cell[1:] if cell[:1] == "\u2212" else cell  # money's typographic minus (`−$239.52`)
+    m = _GROUPED.fullmatch(ascii_minus)
+    if m:
+        return m.group(1) + m.group(2).replace(",", "") + m.group(3)
+    return ascii_minus if ascii_minus is not cell and _NUMBER.fullmatch(ascii_minus) else cell
 
 
 def to_csv(t) -> str:

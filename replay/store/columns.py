@@ -17,17 +17,30 @@ import numpy as np
 _DTYPES = {"int32": np.int32, "int64": np.int64, "bool": np.bool_}
 
 
+def _numbers(values: list, kind: str, dtype) -> np.ndarray:
+    """``values`` as an array of ``dtype``; a number column holding anything but integers (a float
+    NumPy would truncate, a string it would parse) raises, as the Arrow writer before did."""
+    if kind == "bool":
+        return np.array(values, dtype=dtype)
+    got = np.array(values)  # one C pass infers the kind of every value
+    if values and got.dtype.kind not in "iub":
+        bad = next((v for v in values if not isinstance(v, int)), None)
+        raise TypeError(f"a {kind} column holds {type(bad).__name__} {bad!r}" if bad is not None
+                        else f"a {kind} column holds an integer out of range")
+    return got.astype(dtype, copy=False)
+
+
 def column(values: list, kind: str) -> dict[str, np.ndarray]:
     """``values`` (None for a null) as {"": array} or, for a number column holding a null,
     {"": array, "__valid": bool array}; ``kind``: "int32", "int64", "bool", "string" or "int64[]"."""
     n = len(values)
     if kind in _DTYPES:
         dtype = _DTYPES[kind]
-        if None not in values:
-            return {"": np.array(values, dtype=dtype)}
-        valid = np.fromiter((v is not None for v in values), dtype=np.bool_, count=n)
-        filled = np.array([0 if v is None else v for v in values], dtype=dtype)
-        return {"": filled, "__valid": valid}
+        valid = None
+        if None in values:
+            valid = np.fromiter((v is not None for v in values), dtype=np.bool_, count=n)
+            values = [0 if v is None else v for v in values]
+        return {"": _numbers(values, kind, dtype), **({"__valid": valid} if valid is not None else {})}
     if kind == "string":
         text = [v for v in values if v is not None]
         if not "".join(text).isascii():
