@@ -72,3 +72,35 @@ def test_sessions_cost_each_session(other_db):
     db, prices = other_db
     rows = json.loads(run("sessions", "--db", db, "--dataset", "other", "--prices", prices, "--json").stdout)
     assert rows and all(r["cost_complete"] and r["cost"] > 0 for r in rows)
+
+
+@pytest.fixture(scope="module")
+def own_key_db(tmp_path_factory):
+    """Dataset `other` ingested with a key of its own (not the default one)."""
+    d = tmp_path_factory.mktemp("prices-own-key")
+    logs = d / "logs"
+    _jsonl(logs / "a.jsonl", claude_log(MODEL, "a1"))
+    key = d / "own.key"
+    load_or_create_master_key(key)
+    r = run("ingest", logs, "--db", d / "t.duckdb", "--dataset", "other", "-q", "--key-file", key)
+    assert r.exit_code == 0, r.output
+    prices = d / "p.toml"
+    prices.write_text(f'[models."{MODEL}"]\n{RATES}')
+    spec = d / "s.toml"
+    spec.write_text(f'name = "k"\npolicy = "devboy_lru"\nprices = "{prices}"\n[grid]\ncapacity = [10]\n')
+    return d / "t.duckdb", prices, key, spec
+
+
+@pytest.mark.parametrize("cmd", [
+    ["usage", "--no-ingest", "--json"],
+    ["whatif", "--no-ingest", "--json"],
+    ["bound", "--json", "--no-store"],
+    ["sweep", "SPEC", "--json"],
+])
+def test_a_dataset_of_another_key_is_priced_with_its_key_file(own_key_db, cmd):
+    db, prices, key, spec = own_key_db
+    priced = [] if cmd[0] == "sweep" else ["--prices", prices]  # a sweep's spec names its price file
+    cmd = [str(spec) if c == "SPEC" else c for c in cmd]
+    r = run(*cmd, "--db", db, "--dataset", "other", *priced, "--key-file", key)
+    assert r.exit_code == 0, r.output
+    assert "no price" not in r.output

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from replay.cli.common import (
     DB_OPTION, cache_options, dataset_option, echo_json, esc, fail_on, format_option, json_option, make_options,
-    open_db, out, pick_dataset, print_table
+    open_db, out, pick_dataset, print_table, key_file_option
 )
 from replay.cli.fmt import count, fit, money
 
@@ -23,12 +23,14 @@ COMPARE_WITH = ("devboy_lru", "jp_resource_dedup", "read_range_dedup", "supersed
               show_default=True, help="Cache-model variants to compute the bounds under (calibrated: observed "
               "evictions replayed from the log; model-only: not). --observed-evictions is ignored.")
 @click.option("--no-store", is_flag=True, help="Do not store the runs (noop, bound_insert, bound_retro).")
+@key_file_option("Key the dataset was ingested with, which maps a --prices file's hidden model names to the trace's [default: $CTXREPLAY_KEY_FILE or the default key file].")
 @json_option("Print JSON: per variant, the baseline, each bound's saving (cost, context and delivered tokens: "
              "baseline, run, saved, saved_pct) and run id, retro_flush's saving and schedule under `schedules`, and "
              "the same savings of devboy_lru, jp_resource_dedup, read_range_dedup, supersede and cupel_dedup at their "
              "defaults.")
 @format_option
-def bound(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, variants, no_store, as_json):
+def bound(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, variants, no_store, key_file,
+          as_json):
     """The offline-optimal bounds: what a lossless policy that knew the whole log could save.
 
     insert-time (bound_insert), the bound of every insert-time lossless policy (devboy_lru,
@@ -53,7 +55,7 @@ def bound(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_
     con = open_db(db, read_only=no_store)
     dataset = pick_dataset(con, dataset, db)
     for o in opts.values():
-        o.prices.bind(dataset)
+        o.prices.bind(dataset, key_file)
     ds = runs.load(con, dataset)
     got = {}
     with fail_on(PriceError):

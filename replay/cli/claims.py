@@ -7,7 +7,7 @@ import click
 from replay.cli.claims_view import print_tables
 from replay.cli.common import (
     DB_OPTION, cache_options, dataset_option, echo_json, fail_on, format_option, json_option, make_options, open_db,
-    pick_dataset
+    pick_dataset, key_file_option
 )
 from replay.cli.fmt import wide_option
 
@@ -17,13 +17,14 @@ from replay.cli.fmt import wide_option
 @dataset_option("Dataset [default: the only one].")
 @cache_options
 @wide_option
+@key_file_option("Key the dataset was ingested with, which maps a --prices file's hidden model names to the trace's [default: $CTXREPLAY_KEY_FILE or the default key file].")
 @json_option("Print JSON: claims (the register: per published claim its text, figure, where published, "
              "conditions, own_metric (value and 95% interval in the claim's own metric), cost (billed dollars "
              "and percent saved with prompt caching priced, 95% interval_pct, run ids), verdict, reason and "
              "with_caching; cost_paper_prices: the Complexity Trap priced as the paper priced it), and sources (per source devboy, jp_067, ai_experiments: its own accounting in "
              "detail and ctxreplay's savings with intervals).")
 @format_option
-def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, wide, as_json):
+def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price_date, wide, key_file, as_json):
     """The claims register: every published claim ctxreplay can test, measured on these logs in
     its own metric, then in dollars with prompt caching priced, with a verdict.
 
@@ -57,7 +58,7 @@ def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price
         opts = make_options(ttl, breakpoints, observed_evictions, prices_file, price_date)
     con = open_db(db, read_only=False)
     dataset = pick_dataset(con, dataset, db)
-    opts.prices.bind(dataset)
+    opts.prices.bind(dataset, key_file)
     ds = runs.load(con, dataset)
     with fail_on(PriceError):
         got = compute_claims(con, ds, opts, compare, iv)

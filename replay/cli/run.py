@@ -358,7 +358,7 @@ def sweep(spec_file, db, dataset, jobs, executor, scheduler, since, until, proje
         task = progress.add_task("", total=None)
         res = run_sweep(db, spec, dataset, jobs=jobs, executor=executor, scheduler=scheduler,
                         on_total=lambda n: progress.update(task, total=n),
-                        on_progress=lambda n: progress.advance(task, n), slice=slc)
+                        on_progress=lambda n: progress.advance(task, n), slice=slc, key_file=key_file)
     summary = {"sweep_id": res.sweep_id, "points": res.points, "points_already_finished": res.skipped_points,
                "session_configs_run": res.sessions_done, "session_configs_resumed": res.sessions_skipped,
                "seconds": round(res.seconds, 2),

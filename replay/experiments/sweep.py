@@ -196,14 +196,16 @@ def _whatif_rule(spec: SweepSpec, path: Path) -> None:
                       "(observed_evictions = \"none\"), so the points compare like with like")
 
 
-def _options(p: Point, prices_file: str | None, detail: bool = False, dataset: str = "default") -> ReplayOptions:
-    """The point's replay options; the price file's hidden model names keyed as ``dataset`` keys them."""
+def _options(p: Point, prices_file: str | None, detail: bool = False, dataset: str = "default",
+             key_file: str | None = None) -> ReplayOptions:
+    """The point's replay options; the price file's hidden model names keyed as ``dataset`` keys them
+    (with ``key_file``, else the default key)."""
     cache = {k: v for k, v in p.cache.items() if k != "price_date"}
     if "lookback_blocks" in cache and cache["lookback_blocks"] in (0, "none", None):
         cache["lookback_blocks"] = None
     date = p.cache.get("price_date", DEFAULT_PRICE_DATE)
     prices = PriceTable.from_toml(Path(prices_file), date) if prices_file else PriceTable(date)
-    return ReplayOptions(CacheConfig(**cache), prices.bind(dataset), detail)
+    return ReplayOptions(CacheConfig(**cache), prices.bind(dataset, Path(key_file) if key_file else None), detail)
 
 
 def sweep_id(spec: SweepSpec, dataset: str, slice: dict | None = None) -> str:
@@ -258,13 +260,13 @@ class TaskResult:
 
 
 def run_task(ds_ref: Any, policy: str, params: dict, cache: dict, prices_file: str | None,
-             session_idx: list[int]) -> TaskResult:
+             session_idx: list[int], key_file: str | None = None) -> TaskResult:
     """Replay some sessions under one point; ``ds_ref`` is a Dataset or a pickle path."""
     ds = ds_ref if isinstance(ds_ref, Dataset) else _dataset_from(ds_ref)
     if _SLOW_MS:
         time.sleep(_SLOW_MS / 1000)  # tests: make a sweep slow enough to be killed midway
     pol = build(policy, params)
-    opts = _options(Point(params, cache), prices_file, dataset=ds.name)
+    opts = _options(Point(params, cache), prices_file, dataset=ds.name, key_file=key_file)
     keys, rows, extras = [], [], []
     for i in session_idx:
         s = ds.sessions[i]
@@ -302,7 +304,7 @@ def run_sweep(
     db: Path, spec: SweepSpec, dataset: str | None = None, *, jobs: int = 1, executor: str = "local",
     scheduler: str | None = None, chunk_sessions: int | None = None, batch_rows: int = 2000,
     on_total: Callable[[int], None] | None = None, on_progress: Callable[[int], None] | None = None,
-    stop_after: int | None = None, slice: dict | None = None,
+    stop_after: int | None = None, slice: dict | None = None, key_file: Path | None = None,
 ) -> SweepResult:
     """Run (or resume) a sweep. ``stop_after`` ends after that many task results (tests).
     ``slice``: replay only the sessions of this dataset slice (``runs.slice_session_keys``); it
@@ -316,6 +318,7 @@ def run_sweep(
         dataset = dataset or spec.dataset or (names[0] if len(names) == 1 else None)
         if dataset is None or dataset not in names:
             raise store.StoreError(f"choose a dataset with --dataset (known: {', '.join(names) or 'none'})")
+        keyf = str(key_file) if key_file else None  # the key that maps a price file's hidden model names
         warming = _start_workers(jobs) if executor == "local" and jobs > 1 else None
         keys = slice_session_keys(con, dataset, slice) if slice else None
         ds = load_dataset(con, dataset, session_keys=keys)  # worker start-up overlaps this load
@@ -337,7 +340,7 @@ def run_sweep(
             skipped_sessions += len(done)
             if row is None:
                 pol = build(p.policy or spec.policy, p.params)
-                opts = _options(p, spec.prices, dataset=dataset)
+                opts = _options(p, spec.prices, dataset=dataset, key_file=keyf)
                 start_run(con, pol, opts, dataset, sid, run_id=rid, cache_extra={"sweep_spec": spec.source},
                           slice=slice)
             else:
@@ -381,7 +384,7 @@ def run_sweep(
             pending.clear()
             pending_rows = 0
 
-        results_iter = _execute(ds, spec, tasks, n_workers, executor, scheduler)
+        results_iter = _execute(ds, spec, tasks, n_workers, executor, scheduler, keyf)
         n_results = 0
         for rid, res in results_iter:
             pending.append((rid, res))
@@ -408,18 +411,19 @@ def run_sweep(
         con.close()
 
 
-def _execute(ds: Dataset, spec: SweepSpec, tasks: list, jobs: int, executor: str, scheduler: str | None):
+def _execute(ds: Dataset, spec: SweepSpec, tasks: list, jobs: int, executor: str, scheduler: str | None,
+             keyf: str | None = None):
     """Yield (run_id, [(session_key, figures)]) per task, in completion order."""
     if not tasks:
         return
     if executor == "dask":
-        yield from _execute_dask(ds, spec, tasks, scheduler)
+        yield from _execute_dask(ds, spec, tasks, scheduler, keyf)
         return
     if jobs <= 1:
         gc.freeze()  # as in a worker (`_dataset_from`), for this sweep only
         try:
             for rid, p, chunk in tasks:
-                yield rid, run_task(ds, p.policy or spec.policy, p.params, p.cache, spec.prices, chunk)
+                yield rid, run_task(ds, p.policy or spec.policy, p.params, p.cache, spec.prices, chunk, keyf)
         finally:
             gc.unfreeze()
         return
@@ -431,7 +435,7 @@ def _execute(ds: Dataset, spec: SweepSpec, tasks: list, jobs: int, executor: str
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(ds, fh, protocol=pickle.HIGHEST_PROTOCOL)
         par = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size=1)
-        gen = par(delayed(_group_with_ids)(path, spec.prices, chunk, points)
+        gen = par(delayed(_group_with_ids)(path, spec.prices, chunk, points, keyf)
                   for chunk, points in _by_chunk(spec, tasks))
         for results in gen:
             yield from results
@@ -466,15 +470,16 @@ def _by_chunk(spec: SweepSpec, tasks: list) -> list[tuple[list[int], list[tuple]
     return [(list(chunk), points) for chunk, points in groups.items()]
 
 
-def _group_with_ids(ds_ref, prices_file, chunk, points) -> list[tuple[str, TaskResult]]:
-    out = [(rid, run_task(ds_ref, policy, params, cache, prices_file, chunk)) for rid, policy, params, cache in points]
+def _group_with_ids(ds_ref, prices_file, chunk, points, key_file=None) -> list[tuple[str, TaskResult]]:
+    out = [(rid, run_task(ds_ref, policy, params, cache, prices_file, chunk, key_file))
+           for rid, policy, params, cache in points]
     ds = ds_ref if isinstance(ds_ref, Dataset) else _dataset_from(ds_ref)
     # every point of these sessions is done: what was priced for them is not asked again
     forget_priced(ds.sessions[i] for i in chunk)
     return out
 
 
-def _execute_dask(ds: Dataset, spec: SweepSpec, tasks: list, scheduler: str | None):
+def _execute_dask(ds: Dataset, spec: SweepSpec, tasks: list, scheduler: str | None, keyf: str | None = None):
     try:
         from distributed import Client, as_completed
     except ImportError as e:
@@ -484,7 +489,7 @@ def _execute_dask(ds: Dataset, spec: SweepSpec, tasks: list, scheduler: str | No
     client = Client(scheduler)
     try:
         ds_future = client.scatter(ds, broadcast=True)
-        futures = [client.submit(_group_with_ids, ds_future, spec.prices, chunk, points, pure=False)
+        futures = [client.submit(_group_with_ids, ds_future, spec.prices, chunk, points, keyf, pure=False)
                    for chunk, points in _by_chunk(spec, tasks)]
         for fut in as_completed(futures):
             yield from fut.result()
