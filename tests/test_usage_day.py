@@ -70,3 +70,15 @@ def test_a_database_before_schema_11_dates_by_the_first_line(tmp_path):
     rows = usage_of(con, "default", "day")["rows"]
     con.close()
     assert [r["key"] for r in rows] == ["2026-01-13"]
+
+
+def test_a_slice_dates_a_session_as_usage_does(tmp_path):
+    """`replay --since` takes the sessions `usage --since` counts: the response's usage day."""
+    from replay.experiments.slices import slice_session_keys
+
+    _days(tmp_path, 1, 1103)  # a response started on the 13th, its usage on the 14th
+    con = duckdb.connect(str(tmp_path / "u.duckdb"), read_only=True)
+    try:
+        assert len(slice_session_keys(con, "default", {"since": "2026-01-14", "timezone": "UTC"})) == 1
+    finally:
+        con.close()

@@ -21,6 +21,7 @@ from typing import Any
 from typing import TYPE_CHECKING
 
 from replay import store
+from replay.store.db import has_column
 
 if TYPE_CHECKING:  # the arrays (pandas) are loaded by the commands that replay, not by `usage`'s filters
     from replay.model.arrays import Dataset
@@ -417,7 +418,10 @@ def slice_session_keys(con, dataset: str, slice: dict[str, Any]) -> list[str]:
         raise store.StoreError("this database records no project for its sessions, so it cannot be sliced by "
                                "project")
     rows = con.execute(
-        f"""SELECT s.session_key, s.agent, {'s.project' if has_project else 'NULL'}, r.ts, coalesce(r.model, '')
+        # a request's day is its usage's, as `usage` dates it (schema 11: a response streamed across midnight)
+        f"""SELECT s.session_key, s.agent, {'s.project' if has_project else 'NULL'},
+                   {'coalesce(r.usage_ts, r.ts)' if has_column(con, 'requests', 'usage_ts') else 'r.ts'},
+                   coalesce(r.model, '')
             FROM sessions s JOIN requests r USING (session_key) WHERE s.dataset = ?""", [dataset]).fetchall()
     keys: set[str] = set()
     for key, agent, project, ts, model in rows:
