@@ -8,8 +8,9 @@ so the counter only has to be consistent, not identical to the provider's.
 from __future__ import annotations
 
 import base64
+import re
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import toktok
 
@@ -30,11 +31,45 @@ THREADS = 0
 DEFER = False
 
 
+# A text longer than this is counted in pieces: toktok's transient memory grows with the text
+# (about 160 MB for one 50 MB tool result, measured with `bench/ingest.py --memory`).
+PIECE_CHARS = 4 << 20
+_CUT = re.compile(r"\n(?=[A-Za-z])|(?<=[A-Za-z])(?= [A-Za-z])")
+
+
+def pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
+    """``text`` cut about every ``size`` characters, after a newline that an ASCII letter follows
+    or between an ASCII letter and a space that one follows.
+
+    The count is exact: o200k's pre-tokenizer never joins across such a place (a newline run ends
+    its piece where a non-space follows, a word's one optional leading character is never a
+    newline, and a word ends at a space, which begins the next word: "a b" is "a", " b"), so BPE
+    sees the same pieces either way; a text with no such place stays whole
+    (`tests/test_tokens_pieces.py` checks it on the shared corpus and on generated text)."""
+    start = 0
+    while len(text) - start > size:
+        m = _CUT.search(text, start + size)
+        if m is None:
+            break
+        yield text[start:m.end()]
+        start = m.end()
+    yield text[start:]
+
+
 def count_many(texts: Sequence[str]) -> list[int]:
-    """Token count per text, computed in one batch (the Rust core releases the GIL)."""
+    """Token count per text, computed in one batch (the Rust core releases the GIL); a text over
+    ``PIECE_CHARS`` is counted piece by piece (`pieces`: one piece held at a time), each count
+    the same as the whole's."""
     if not texts:
         return []
-    return toktok.batch_count(list(texts), ENCODING, threads=THREADS)
+    texts = list(texts)
+    long = [i for i, t in enumerate(texts) if len(t) > PIECE_CHARS]
+    if not long:
+        return toktok.batch_count(texts, ENCODING, threads=THREADS)
+    counts = toktok.batch_count(["" if len(t) > PIECE_CHARS else t for t in texts], ENCODING, threads=THREADS)
+    for i in long:
+        counts[i] = sum(toktok.batch_count([p], ENCODING, threads=THREADS)[0] for p in pieces(texts[i]))
+    return counts
 
 
 def preload() -> None:
