@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from datetime import date, datetime, timezone, tzinfo
+from datetime import date, datetime
 from typing import Any
 
 # the filters are the slice options' (`replay.experiments.slices`); these names stay importable from here
-from replay.experiments.slices import NO_PROJECT_MESSAGE, Filters, iso_in, no_project_message, tz_name  # noqa: F401
+from replay.experiments.slices import NO_PROJECT_MESSAGE, Filters, iso_in, local_time, no_project_message, tz_name  # noqa: F401
+from replay.store.db import has_column
 
 GROUPS = ("day", "week", "month", "session", "project", "model", "agent")
 TIME_GROUPS = ("day", "week", "month")
@@ -51,18 +52,13 @@ def has_project_column(con, dataset: str | None = None) -> bool:
     return records_projects(con, dataset)
 
 
-def _has_column(con, table: str, column: str) -> bool:
-    return con.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = ? AND column_name = ?",
-                       [table, column]).fetchone()[0] > 0
-
-
 def _fetch(con, dataset: str, with_project: bool):
     """Every counted response of ``dataset`` with its session's agent (and project): a list of tuples."""
     project = "s.project" if with_project else "NULL"
-    speed = "r.speed" if _has_column(con, "requests", "speed") else "NULL::VARCHAR"
+    speed = "r.speed" if has_column(con, "requests", "speed") else "NULL::VARCHAR"
     # a response's day: the time of the line whose usage it counts (schema 11), as ccusage dates it
     # (a response streamed across midnight), else its first line's
-    when = "coalesce(r.usage_ts, r.ts)" if _has_column(con, "requests", "usage_ts") else "r.ts"
+    when = "coalesce(r.usage_ts, r.ts)" if has_column(con, "requests", "usage_ts") else "r.ts"
     # one row per response: the original, not a resume's copy; then the fullest. A copy repeats the
     # original's lines verbatim (id, time, input counts), so two sessions that merely share message
     # ids (a generator's, or planted) are two responses each, as `sessions` counts them
@@ -97,19 +93,6 @@ def _in_project(project: str | None, wanted: tuple[str, ...]) -> bool:
     if not project:
         return False
     return any(project == p or project.startswith(p.rstrip("/") + "/") for p in wanted)
-
-
-def _local(ts_ms: int, tz: tzinfo) -> datetime | None:
-    """The response's time in ``tz``; in UTC when the local date is past year 9999 (or before
-    year 1), which Python cannot represent; None when even UTC cannot (counted as no time)."""
-    try:
-        d = datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc)
-    except (OverflowError, ValueError, OSError):
-        return None
-    try:
-        return d.astimezone(tz)
-    except (OverflowError, ValueError):
-        return d
 
 
 def _time_key(d: datetime | None, by: str) -> str:
@@ -178,7 +161,7 @@ def usage(con, dataset: str, by: str = "day", filters: Filters | None = None, pr
             continue
         if f.projects and not _in_project(project, f.projects):
             continue
-        when = _local(ts, f.tz) if ts is not None and ts >= 0 else None
+        when = local_time(ts, f.tz) if ts is not None and ts >= 0 else None
         if dated:
             if when is None:
                 excluded_no_time += 1
