@@ -95,6 +95,7 @@ def own_key_db(tmp_path_factory):
     ["usage", "--no-ingest", "--json"],
     ["whatif", "--no-ingest", "--json"],
     ["bound", "--json", "--no-store"],
+    ["claims", "--json"],
     ["sweep", "SPEC", "--json"],
 ])
 def test_a_dataset_of_another_key_is_priced_with_its_key_file(own_key_db, cmd):
