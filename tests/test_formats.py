@@ -169,3 +169,22 @@ def test_csv_turns_only_a_numbers_minus_to_ascii():
     from replay.cli.formats import csv_number
 
     assert csv_number("\u2212foo") == "\u2212foo" and csv_number("\u22123.5%") == "-3.5%"
+
+
+def test_csv_writes_durations_in_seconds():
+    from rich.table import Table
+
+    from replay.cli.fmt import duration
+    from replay.cli.formats import duration_seconds, to_csv
+
+    # every shape fmt.duration writes reads back to its own precision
+    for secs in (0, 47, 245, 6360, 273600, -6360):
+        assert duration_seconds(duration(secs)) == secs
+    assert duration_seconds(duration(6377)) == 6360  # "1 h 46 m": the table's precision
+    assert [duration_seconds(c) for c in ("1,2", "47", "47 x", "1 h 46", "-")] == [None] * 5
+    t = Table("session", "duration", "n")
+    t.add_row("1 h 46 m", duration(6360), "1,234")  # a name that looks like one is not a duration column...
+    t.add_row("abc", duration(None), "5")  # ... nor is a column with any other text; "-" is unknown
+    t.add_row("def", duration(47), "6")
+    assert list(csv.reader(io.StringIO(to_csv(t)))) == [
+        ["session", "duration (s)", "n"], ["1 h 46 m", "6360", "1234"], ["abc", "", "5"], ["def", "47", "6"]]

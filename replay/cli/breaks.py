@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 
 from replay.cli.autoingest import auto_ingest_option
+from replay.cli.cache_flags import PRICES_HELP
 from replay.cli.common import (
     DB_OPTION, dataset_option, echo_json, esc, fail_on, format_option, json_option, open_db, out, pick_dataset,
     print_table, slice_options, zone_label
@@ -28,8 +29,7 @@ DEFAULT_LIMIT = 20
                    f"[default: {DEFAULT_LIMIT} in text, every break in --json; 0: every break]; the summary "
                    "always covers all.")
 @click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/cache_write_1h/cache_read/output "
-                   "in $/Mtok).")
+              help=PRICES_HELP + ".")
 @click.option("--price-date", default=None, help="Date the library prices are resolved at [default: 2026-11-01].")
 @slice_options
 @json_option("Print JSON: {\"breaks\": [one object per break, with cause, tokens, cost, time (UTC) and time_local "

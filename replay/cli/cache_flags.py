@@ -22,6 +22,10 @@ def _setting(flag: str, choices: list[str], text: str):
 
 
 # (flag, choices with the default first, help) of each cache-model setting, in --help order
+# the keys with spaces between them, so that a narrow terminal wraps between two keys, never inside one
+PRICES_HELP = ("TOML price overrides: a [models.\"NAME\"] table with any of input, cache_write_5m, cache_write_1h, "
+               "cache_read, output (in $/Mtok)")
+
 _CACHE_SETTINGS = [
     ("--warm-start", ["log", "cold"],
      "log: a stream's system prefix is warm where the log shows a read of it (cached by "
@@ -98,8 +102,7 @@ def price_options(f):
     f = click.option("--price-date", default=None,
                      help="Date the library prices are resolved at [default: 2026-11-01].")(f)
     return click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                        default=None, help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/"
-                        "cache_write_1h/cache_read/output in $/Mtok).")(f)
+                        default=None, help=PRICES_HELP + ".")(f)
 
 
 def cache_options(f):

@@ -76,14 +76,49 @@ def csv_number(cell: str) -> str:
     return ascii_minus if ascii_minus is not cell and _NUMBER.fullmatch(ascii_minus) else cell
 
 
+# `replay.cli.fmt.duration`'s text ("47 s", "4 m 05 s", "1 h 46 m", "3 d 04 h"), possibly negative
+_DURATION = re.compile(r"([-\u2212]?)(\d+) ([dhms])(?: (\d+) ([hms]))?")
+_UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+def duration_seconds(cell: str) -> int | None:
+    """The seconds a duration cell shows (to its precision: "1 h 46 m" is 6360), None when it is not one."""
+    m = _DURATION.fullmatch(cell)
+    if m is None:
+        return None
+    secs = int(m.group(2)) * _UNIT_SECONDS[m.group(3)]
+    if m.group(4) is not None:
+        secs += int(m.group(4)) * _UNIT_SECONDS[m.group(5)]
+    return -secs if m.group(1) else secs
+
+
+def _duration_columns(rows: list[list[str]], width: int) -> set[int]:
+    """The columns whose every shown cell is a duration (`-` for unknown), at least one of them."""
+    out = set()
+    for i in range(width):
+        shown = [r[i] for r in rows if r[i] not in ("", "-")]
+        if shown and all(duration_seconds(c) is not None for c in shown):
+            out.add(i)
+    return out
+
+
 def to_csv(t) -> str:
     """CSV (the csv module's quoting, RFC 4180): the header, then one line per row; a number
-    drops its thousands separators (the other formats keep the table's text)."""
+    drops its thousands separators and a duration is written in seconds, its header marked
+    ``(s)`` (the other formats keep the table's text)."""
     header, rows = table_cells(t)
+    durations = _duration_columns(rows, len(header))
+
+    def cell(i: int, c: str) -> str:
+        if i in durations:
+            secs = duration_seconds(c)
+            return "" if secs is None else str(secs)
+        return csv_number(c)
+
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(header)
-    w.writerows([[csv_number(c) for c in r] for r in rows])
+    w.writerow([f"{h} (s)" if i in durations else h for i, h in enumerate(header)])
+    w.writerows([[cell(i, c) for i, c in enumerate(r)] for r in rows])
     return buf.getvalue()
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from replay.cli.cache_flags import PRICES_HELP
 from replay.cli.autoingest import auto_ingest_option
 from replay.cli.fmt import WIDTH, fit, natural_width, wide_option
 from replay.cli.common import (
@@ -25,8 +26,7 @@ def filter_options(f):
     opts = [
         slice_options,
         click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     default=None, help="TOML price overrides ([models.\"NAME\"] input/cache_write_5m/"
-                     "cache_write_1h/cache_read/output in $/Mtok), e.g. for a model without a library price."),
+                     default=None, help=PRICES_HELP + ", e.g. for a model without a library price."),
         click.option("--price-date", default=None, help="Date the library prices are resolved at "
                      "[default: 2026-11-01]."),
     ]
