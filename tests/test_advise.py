@@ -235,3 +235,42 @@ def test_cli_text_in_effect_summary_alternatives_and_no_doubled_word(sample_db, 
     assert "to try: ~/.claude/settings.json" in text
     assert "reported for Claude Code 2.1.243" in text and "reported: reported" not in text
     assert "pick the one that saves most: promptCacheTtl 1h + subagentPromptCacheTtl 5m" in text
+
+
+def test_cli_text_says_how_to_set_each_the_plan_and_whose_default_is_in_effect(sample_db, tmp_path, monkeypatch):
+    """Newcomer's hour (2026-11-28): the lines to paste were only in --json; a setting the client
+    lacks (2.1.150 < 2.1.243) read as "in effect" without saying it is the client's default; the
+    plan never showed; an interval broke across two lines of its cell."""
+    db = tmp_path / "s.duckdb"
+    shutil.copy(sample_db, db)
+    ds, wi = _in_effect_but_sure()
+    _fake_advise(monkeypatch, ds, wi)
+    r = CliRunner().invoke(main, ["advise", "--db", str(db), "--no-ingest"], env={"COLUMNS": "120"})
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    for s in advice.SETTINGS:  # every setting's line to paste, whole, on a line of its own
+        assert any(line.strip() == f"{s.name}: {s.line}  (Claude Code {s.since} and later"
+                   + ("; your newest client 2.1.150 lacks it)" if s.since == "2.1.243" else ")") for line in lines), s
+    rows = [line for line in lines if line.startswith("│ promptCacheTtl 1h")]
+    assert len(rows) == 1 and "yes, as your" in rows[0]
+    assert "in effect now: what your logs show, main conversation 96% of cache writes at 1 hour, subagents 9%" in \
+        r.output
+    assert "plan: unknown (the logs do not say whether a subscription or an API key paid)" in r.output
+    for line in lines:  # an interval is whole in its cell
+        if line.startswith("│") and "[" in line:
+            assert "]" in line.split("[", 1)[1], line
+
+
+def test_cli_text_names_a_subscription_and_what_its_dollars_are(sample_db, tmp_path, monkeypatch):
+    db = tmp_path / "s.duckdb"
+    shutil.copy(sample_db, db)
+    early = TraceBuilder(session_key="s1", version="2.1.90")
+    early.block(100, "user_text", turn=1, ts=0)
+    early.request(ts=1000, w1h=1000, has_usage=True)
+    ds = Dataset("t", [Session("s1", "claude-code", [early.stream()])], early.vocab)
+    _fake_advise(monkeypatch, ds, _in_effect_but_sure()[1])
+    r = CliRunner().invoke(main, ["advise", "--db", str(db), "--no-ingest"])
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert "plan: a subscription (100% of the main conversation's cache writes are 1-hour in client versions " \
+           "before 2.1.108" in text and "not what a subscription bills" in text

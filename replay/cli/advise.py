@@ -79,23 +79,56 @@ def _iv(v) -> str:
     return "-" if not v else f"[{money(v[0], sign=True)}, {money(v[1], sign=True)}]"
 
 
+def _figures(t: Table, *cols: int) -> None:
+    """Money columns: right-aligned, never wrapped (a figure or an interval split across lines reads as two)."""
+    for i in cols:
+        t.columns[i].justify, t.columns[i].no_wrap = "right", True
+
+
+def _in_effect_cell(s: dict) -> str:
+    """Whether the logs show the setting's TTLs already; when the client cannot have the setting,
+    that they are its default, not the setting's doing."""
+    if s["in_effect"] is None:
+        return esc(s["in_effect_evidence"])
+    if not s["in_effect"]:
+        return "no"
+    if s["your_client_has_it"] is False:
+        return "yes, as your client's default (it lacks the setting)"
+    return "yes"
+
+
 def _print(got: dict) -> None:
     from analysis.advice import no_setting, saves
 
     out.print(f"[bold]What to change[/], per month at the pace of these logs ({got['sessions']:,} sessions over "
               f"{got['days']:.1f} days; client {esc(got['client_versions'][0] or '?')} to "
               f"{esc(got['client_versions'][1] or '?')})")
-    t = Table("setting", "saves per month [95%]", "predictive", "in effect now?", "how sure", title="Settings")
-    t.columns[1].justify = t.columns[2].justify = "right"
-    for c in (t.columns[0], t.columns[3], t.columns[4]):
+    plan = got.get("plan") or {}
+    if plan.get("plan") == "subscription":
+        out.print(f"plan: a subscription ({esc(plan['evidence'])}): the dollars are this usage at API rates, as "
+                  "ccusage prices it, not what a subscription bills")
+    elif plan:
+        out.print(f"plan: {esc(plan['plan'])} ({esc(plan['evidence'])})")
+    shown = {s["in_effect_evidence"] for s in got["settings"] if s["in_effect"] is not None}
+    if len(shown) == 1:  # the same shares for every setting: said once, above the table
+        out.print(f"in effect now: what your logs show, {esc(shown.pop())}")
+    t = Table("setting", "saves per month", "95% interval", "predictive", "in effect now?", "how sure", title="Settings")
+    _figures(t, 1, 2, 3)
+    for c in (t.columns[0], t.columns[4], t.columns[5]):
         c.no_wrap, c.overflow = False, "fold"
+    # a setting's name is never cut inside a word (ENABLE_PROMPT_CACHING_1H is one)
+    t.columns[0].min_width = max((len(w) for s in got["settings"] for w in s["setting"].split()), default=8)
     for s in got["settings"]:
         has = "" if s["your_client_has_it"] in (None, True) else f" (needs {s['since']}+)"
-        t.add_row(esc(s["setting"]) + has, f"{_per_month(s['per_month'])} {_iv(s['per_month_interval'])}",
+        t.add_row(esc(s["setting"]) + has, _per_month(s['per_month']), _iv(s['per_month_interval']),
                   _per_month(s.get("predictive_per_month")),
-                  ("yes: " if s["in_effect"] else "no: " if s["in_effect"] is False else "") + esc(s["in_effect_evidence"]),
+                  _in_effect_cell(s),
                   esc(s["how_sure"]))
     print_table(fit(t))
+    out.print("to set one:")
+    for s in got["settings"]:
+        has = "" if s["your_client_has_it"] in (None, True) else f"; your newest client {s['your_client']} lacks it"
+        out.print(f"  {esc(s['setting'])}: {esc(s['line'])}  ({esc(s['client_versions'])}{esc(has)})")
     best = next((s for s in got["settings"] if saves(s)), None)
     if best:
         # the source may start with how sure it is ("reported for ..."): never "reported: reported for"
@@ -108,11 +141,13 @@ def _print(got: dict) -> None:
     if alt:  # the settings exclude each other: which pairs, and which to pick
         out.print(esc(alt))
     if got["habits"]:
-        h = Table("habit", "saves per month [95%]", "how sure / caveat", title="Habits (what you do, not a setting)")
-        for c in (h.columns[0], h.columns[2]):
+        h = Table("habit", "saves per month", "95% interval", "how sure / caveat",
+                  title="Habits (what you do, not a setting; no interval: a recorded figure)")
+        _figures(h, 1, 2)
+        for c in (h.columns[0], h.columns[3]):
             c.no_wrap, c.overflow = False, "fold"
         for x in got["habits"]:
-            h.add_row(esc(x["what"]), f"{_per_month(x['per_month'])} {_iv(x.get('per_month_interval'))}",
+            h.add_row(esc(x["what"]), _per_month(x['per_month']), _iv(x.get('per_month_interval')),
                       esc(x["how_sure"] + ("; " + x["caveat"] if x.get("caveat") else "")))
         print_table(fit(h))
     for fam, label in (("model_choice", "another model"), ("provider", "another provider")):
