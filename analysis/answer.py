@@ -362,11 +362,18 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
         out["headline"] = (f"Recommended: {s['name']}. {ahead}Against the no-op baseline with the same cache settings"
                            f"{', on every session,' if ahead else ''} it saves {evidence}.")
     elif winners:
+        # the floor was applied to what the pick saw: the earlier sessions' saving when there are
+        # later ones, which may differ from the all-session figure quoted in `evidence`
+        judged = "That is "
+        if fit is not None and fit[lead["run_id"]]["sessions"]:
+            f = fit[lead["run_id"]]
+            judged = (f"On the {f['sessions']:,} earlier session(s) it was judged on it saves "
+                      f"{per_session_text(f['saved'] / f['sessions'], fig)} per session: ")
         out["verdict"] = "too_small"
         out["closest"] = s
         out["headline"] = (f"No policy saves enough to act on: the largest distinguishable saving within the risk limit"
                            f"{' on the earlier sessions' if ahead else ''}, {s['name']}, is {evidence}. "
-                           f"{ahead}That is below {floor_text} per session, the least worth changing a set-up for.")
+                           f"{ahead}{judged}below {floor_text} per session, the least worth changing a set-up for.")
     else:
         out["verdict"] = "no_saving"
         out["closest"] = s

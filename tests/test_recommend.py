@@ -203,6 +203,35 @@ def test_a_saving_too_small_to_act_on_is_said_so(db):
         con.close()
 
 
+def test_too_small_with_a_split_quotes_the_per_session_saving_the_floor_judged(db):
+    """Newcomer's hour (2026-11-28): "$0.0106 per session ... That is below $0.01 per session": the
+    floor was applied to the earlier sessions' saving, the sentence quoted every session's."""
+    import re
+
+    from analysis.answer import answer, per_session_text
+
+    tables = _tables()
+    con = tables.connect(db)
+    try:
+        rows = _full_rows(con)
+        lim = {"unseen_write_risk": 1e9}
+        got = answer(con, rows, max_risk=lim, min_per_session=0, split="time")
+        lead = got["best"] or got["closest"]
+        assert lead is not None and got.get("held_out", {}).get("in_sample")
+        i = got["held_out"]["in_sample"]
+        earlier = i["saved"] / i["sessions"]
+        assert earlier > 0
+        small = answer(con, rows, max_risk=lim, min_per_session=earlier * 1.01, split="time")
+        assert small["verdict"] == "too_small"
+        m = re.search(r"On the (\d+) earlier session\(s\) it was judged on it saves (\$[0-9.]+) per session: "
+                      r"below (\$[0-9.]+) per session", small["headline"])
+        assert m, small["headline"]
+        assert m.group(2) == per_session_text(earlier, "cost") and int(m.group(1)) == i["sessions"]
+        assert float(m.group(2)[1:]) < float(m.group(3)[1:])  # what is quoted is below the floor it names
+    finally:
+        con.close()
+
+
 def test_the_runner_up_margin_is_not_repeated(db):
     from analysis.answer import answer
     from analysis.report_md import recommendation
