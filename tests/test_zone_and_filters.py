@@ -230,3 +230,16 @@ def test_breaks_limit_zero_lists_every_break_and_session(cc_db):
     tables = text.strip().split("\n\n")
     assert len(tables[0].splitlines()) - 1 == s["breaks"]  # the breaks table: a header, then every break
     assert len(tables[1].splitlines()) - 1 == s["sessions_with_breaks"]
+
+
+def test_a_fast_mode_price_key_as_model_says_what_to_give(sample_db):
+    """`--by model` shows `MODEL (fast)` apart; given to --model it was "no model matches" (newcomer's
+    hour, 2026-11-28): it names the model to give instead, in every command taking slice options."""
+    from replay.experiments.slices import FAST_SUFFIX
+    from replay.model.costs import FAST_SUFFIX as PRICED
+
+    assert FAST_SUFFIX == PRICED
+    for cmd in ("usage", "sessions", "breaks"):
+        r = cli(cmd, "--db", sample_db, "--model", "claude-opus-4-6 (fast)", code=1)
+        assert "--model claude-opus-4-6 (fast): give the model without (fast) (--model claude-opus-4-6)" in \
+            " ".join(r.output.split()), r.output

@@ -351,7 +351,8 @@ def slice_options(f):
                      "session` shortens it, `…/c504243265`, when one project alone ends so); folders below it "
                      "count too. Needs a database that records projects."),
         click.option("--model", "models", metavar="NAME", multiple=True,
-                     help="Only responses of this model (repeatable; exact name as `--by model` shows it)."),
+                     help="Only responses of this model (repeatable; exact name as `--by model` shows it, without "
+                     "` (fast)`: a model's fast-mode responses count under it)."),
         click.option("--agent", "agents", metavar="NAME", multiple=True,
                      help="Only sessions of this agent (repeatable): claude-code, codex, copilot-cli, gemini-cli."),
         click.option("--timezone", "tz_name", metavar="ZONE", default="local", show_default=True,

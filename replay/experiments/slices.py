@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 from replay import store
 from replay.store.db import has_column
 
+FAST_SUFFIX = " (fast)"  # `replay.model.costs.FAST_SUFFIX` (not imported: the price tables load with it)
+
 if TYPE_CHECKING:  # the arrays (pandas) are loaded by the commands that replay, not by `usage`'s filters
     from replay.model.arrays import Dataset
 
@@ -271,6 +273,11 @@ def make_filters(con, dataset: str, since: str | None = None, until: str | None 
     current time by default). ``note`` receives what the caller should say (sessions that
     record no project, left out by --project)."""
     tz = zone(tz_name)
+    fast = [m for m in models if m.endswith(FAST_SUFFIX)]
+    if fast:  # `--by model`'s price key, not a recorded model: fast mode is no filter of its own
+        raise SliceError(f"--model {fast[0]}: give the model without{FAST_SUFFIX} (--model "
+                         f"{fast[0][:-len(FAST_SUFFIX)]}): a model's fast-mode responses count under it, and "
+                         "`--by model` shows them apart")
     s = _day("--since", since, tz, at) if since else None
     u = _day("--until", until, tz, at) if until else None
     if s and u and s > u:
