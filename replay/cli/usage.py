@@ -213,11 +213,20 @@ def _cell(r: dict, f: str) -> int:
     return r["cache_write_5m"] + r["cache_write_1h"] if f == "cache_write" else r[f]
 
 
-def short_project(p: str) -> str:
-    """A project pseudonym by its last component (`…/c504243265`): enough to tell a session's
-    project from its neighbours'; `--wide` and `--json` give the whole path of pseudonyms."""
+SHORT_KEY = 12  # a session key's first characters in the compact view, as `breaks` and `validate` show it (--session
+# takes any prefix); --wide and --json give it whole
+
+
+def short_project(p: str, others=()) -> str:
+    """A project pseudonym by its last components (`…/c504243265`): the fewest that no other
+    project of ``others`` ends with too, so `--project` takes it as it is shown; `--wide` and
+    `--json` give the whole path of pseudonyms."""
     parts = [x for x in p.split("/") if x]
-    return p if len(parts) <= 1 else "\u2026/" + parts[-1]
+    rivals = [[x for x in o.split("/") if x] for o in set(others) if o != p]
+    for n in range(1, len(parts)):
+        if not any(r[-n:] == parts[-n:] for r in rivals):
+            return "\u2026/" + "/".join(parts[-n:])
+    return p
 
 
 def _usage_table(res: dict, filters, compact: bool) -> Table:
@@ -236,7 +245,7 @@ def _usage_table(res: dict, filters, compact: bool) -> Table:
     if no_agent:
         title += f", {', '.join(agents)}"
     if compact:  # the columns left out: each cache write by TTL, total tokens, agent, whole project keys
-        title += " (--wide: every column)"
+        title += " (--wide: every column" + (", whole project keys)" if by in ("project", "session") else ")")
     t = Table(*keys, *(label for _, label in cols), "cost $", title=esc(title), show_footer=True)
     tot = res["totals"]
     for i, c in enumerate(t.columns):
@@ -249,11 +258,16 @@ def _usage_table(res: dict, filters, compact: bool) -> Table:
     for (f, _), c in zip(cols, t.columns[len(keys):]):
         c.footer = f"{_cell(tot, f):,}"
     t.columns[-1].footer = money(tot)
+    projects = {r.get("project") for r in res["rows"] if r.get("project")} if by == "session" else \
+        {r["key"] for r in res["rows"] if r["key"]} if by == "project" else set()
     for r in res["rows"]:
         cells = _key_cells(r, by, filters.project_names, filters.tz)
+        if compact and by == "project" and r["key"] and r["key"] not in filters.project_names:
+            cells[0] = short_project(r["key"], projects)
         if no_agent:
             if r.get("project") and r["project"] not in filters.project_names:
-                cells[3] = short_project(r["project"])
+                cells[3] = short_project(r["project"], projects)
+            cells[0] = cells[0][:SHORT_KEY]
             del cells[1]
         t.add_row(*(esc(x) for x in cells), *(f"{_cell(r, f):,}" for f, _ in cols), money(r))
     for c in t.columns[len(keys):]:  # a figure is never wrapped or cut: its column is as wide as its widest cell
@@ -264,6 +278,9 @@ def _usage_table(res: dict, filters, compact: bool) -> Table:
             c.min_width = max(len(x) for x in [*c._cells, *str(c.header).split()])
         elif compact and str(c.header).startswith("started ("):
             c.min_width = 10  # the day stays whole; its time goes to a second line when the table is tight
+        elif compact and c.header == "project" and by == "session":  # `…/c504243265`, a key people copy too
+            c.min_width = max(len(x) for x in [*c._cells, *str(c.header).split()])
+
     return t
 
 

@@ -1,0 +1,40 @@
+"""`usage`'s 120-column view: project pseudonyms by the fewest last components that tell them
+apart (`--project` takes them as shown), session keys by their first 12 characters (as `breaks`
+shows them; `--session` takes a prefix), a project never split inside a component (newcomer's
+hour, 2026-11-28: `…/2a8e5` / `3063c/…`)."""
+
+from __future__ import annotations
+
+from replay.cli.usage import SHORT_KEY, short_project
+
+
+def test_short_project_is_the_fewest_components_no_other_project_ends_with():
+    a, b, c = "/h1/x/repo/8130f58b40", "/h2/y/repo/8130f58b40", "/h1/x/other/fc13c44e00"
+    assert short_project(c, {a, b, c}) == "\u2026/fc13c44e00"
+    assert short_project(a, {a, b, c}) == "\u2026/x/repo/8130f58b40"
+    assert short_project(b, {a, b, c}) == "\u2026/y/repo/8130f58b40"
+    assert short_project(a) == "\u2026/8130f58b40"  # alone: its last component
+    same_tail = "/h3/x/repo/8130f58b40"  # every component but the first shared: the whole path
+    assert short_project(a, {a, same_tail}) == a
+    assert short_project("/single") == "/single"
+
+
+def test_compact_views_show_what_the_filters_take(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from replay.cli import main
+    from replay.cli.demo import sample_logs_dir
+
+    db = tmp_path / "s.duckdb"
+    r = CliRunner().invoke(main, ["ingest", str(sample_logs_dir()), "--db", str(db), "-q"])
+    assert r.exit_code == 0, r.output
+    full = json.loads(CliRunner().invoke(main, ["usage", "--db", str(db), "--by", "session", "--json"]).stdout)
+    r = CliRunner().invoke(main, ["usage", "--db", str(db), "--by", "session"], env={"COLUMNS": "120"})
+    assert r.exit_code == 0, r.output
+    assert "whole project keys" in r.output  # the sample's session table is the compact view
+    for row in full["rows"][:3]:  # short keys that still select
+        assert row["key"][:SHORT_KEY] in r.output and row["key"] not in r.output
+        one = CliRunner().invoke(main, ["breaks", "--db", str(db), "--session", row["key"][:SHORT_KEY], "--json"])
+        assert one.exit_code == 0, one.output
