@@ -148,3 +148,18 @@ def test_fresh_home_ingests_the_default_folders_first_as_advise_does(home):
     options = {"auto_ingest", "ingest_quiet"}  # the same options as advise
     assert options <= {p.name for p in main.commands["whatif"].params}
     assert options <= {p.name for p in main.commands["advise"].params}
+
+
+def test_the_bound_share_names_its_estimator_and_both_figures(sample_db, got):
+    """Newcomer's hour (2026-11-28): "online_1h_after_idle reaches -9% of the offline bound's saving"
+    beside a table row saving +$6.24: the share is the predictive replay's, the row the re-priced one."""
+    from replay.cli.fmt import money
+
+    by = {r["name"]: r for r in got["scenarios"]}
+    online, bound = by["online_1h_after_idle"], by[BOUND]
+    r = CliRunner().invoke(main, ["whatif", "--db", str(sample_db)])
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert (f"by the predictive replay, online_1h_after_idle saves {money(online['predictive']['saved'], sign=True)} "
+            f"against the offline bound's {money(bound['saved']['cost'], sign=True)}") in text
+    assert "reaches" not in text
