@@ -197,3 +197,21 @@ def test_the_makefile_says_what_each_long_step_does():
     assert "@echo" in install and " -q " not in install.replace("compileall -q", "")
     venv = make[make.index("$(BIN)/python:"):make.index("\ninstall:")]
     assert "@echo" in venv and "pip install -q" not in venv
+
+
+def test_anonymize_prints_plain_progress_lines_into_a_pipe(corpus, tmp_path, monkeypatch):
+    """Newcomer's hour (2026-11-28): `anonymize` into a pipe was silent for 23 s; it now prints
+    what `ingest` prints there (Rich's bar stays for a terminal), and nothing with -q."""
+    monkeypatch.setenv("CTXREPLAY_PROGRESS_SECONDS", "0")
+    monkeypatch.setenv("CTXREPLAY_KEY_FILE", str(tmp_path / "key"))
+    (tmp_path / "key").write_text(os.urandom(32).hex())
+    (tmp_path / "key").chmod(0o600)
+    r = run("anonymize", corpus, tmp_path / "out")
+    err = r.stderr
+    assert re.search(rf"^anonymize: [\d.,]+ MB of logs from {re.escape(str(corpus))}, anonymized into "
+                     rf"{re.escape(str(tmp_path / 'out'))}$", err, re.M), err
+    assert re.search(r"^anonymize: \d+% \([\d.,]+ of [\d.,]+ MB\) after [\d.]+ s$", err, re.M), err
+    assert re.search(r"^anonymize: done in [\d.]+ s$", err, re.M) and ESC not in err, err
+    assert "anonymize:" not in r.stdout
+    r = run("anonymize", corpus, tmp_path / "out2", "-q")
+    assert "anonymize:" not in r.stderr

@@ -271,7 +271,7 @@ DB_OPTION = click.option(
     help="DuckDB file holding datasets and runs [default: $CTXREPLAY_DB, else "
     "$XDG_DATA_HOME/ctxreplay/ctxreplay.duckdb, ~/.local/share/ctxreplay/ctxreplay.duckdb without XDG_DATA_HOME].",
 )
-QUIET_OPTION = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+QUIET_OPTION = click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 SPEC_ARGUMENT = click.argument("spec_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 
 

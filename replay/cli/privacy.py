@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 
 from replay.cli.common import (
-    CONTEXT_SETTINGS, QUIET_OPTION, byte_progress, clean, dataset_option, echo_json, esc, fail, fail_on, json_option,
+    CONTEXT_SETTINGS, QUIET_OPTION, dataset_option, echo_json, esc, fail, fail_on, ingest_progress, json_option,
     key_file_option, warn
 )
 
@@ -87,14 +87,14 @@ def anonymize(src: Path, dst: Path, key_file: Path | None, dataset: str, drop_to
         _fail(f"{dst} already holds files; use --force to write into it anyway")
     with fail_on(ValueError, OSError, console=err):
         keys = Keyring.for_dataset(open_master_key(key_file, warn=warn), dataset)
-    progress = byte_progress("anonymize", disable=quiet or as_json, console=err)
+    # a bar on a terminal; into a pipe or a CI log, a line when it starts, every few seconds and at the end
+    progress = ingest_progress("anonymize", disable=quiet or as_json, source=f"from {src}, anonymized into {dst}",
+                               console=err)
     with progress, fail_on(ValueError, OSError, console=err):
-        task = progress.add_task("", total=None)
         s = anonymize_tree(
             src, dst, keys, keep_tool_names=not drop_tool_names, keep_arg_keys=not drop_arg_keys, pseudonymize_mcp=pseudonymize_mcp,
             time_shift=shift_timestamps, path_style=path_style, dataset=dataset,
-            on_total=lambda n: progress.update(task, total=n),
-            on_progress=lambda n, name: progress.update(task, advance=n, description=clean(name[:40])),
+            on_total=progress.total, on_progress=progress.advance,
         )
     if as_json:
         echo_json(s.as_dict(), default=None)
