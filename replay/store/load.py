@@ -360,6 +360,10 @@ class _Run:
             if parsed.merge_report:
                 self.summary.report.merge(parsed.report)
             return None
+        why = statsig.changed_while_read(unit, size, sig, self.keys) if content_hash else None
+        if why is not None:
+            self.summary.failed.append((str(unit.main), why))
+            return None
         self.summary.report.merge(parsed.report)
         return store.PendingFile(
             parsed.trace, self.dataset, file_key, latest + 1, content_hash, size, len(unit.subagents), parsed.agent,

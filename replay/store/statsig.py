@@ -23,6 +23,7 @@ from replay.ingest.keys import Keyring
 from replay.ingest.trace import TRACE_REVISION
 from replay.store.discovery import Unit
 
+SUBAGENT_SEPARATOR = len(b"\0sub\0")  # what `replay.store.readunit.hash_unit` adds to a unit's size per subagent file
 RACY_NS = 2_000_000_000  # well above the coarsest timestamp tick of common file systems (1 s)
 
 
@@ -39,3 +40,30 @@ def signature(unit: Unit, keys: Keyring) -> str | None:
             return None
         parts.append(f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{st.st_dev}")
     return keys.short("stat", "\0".join(parts), 32)
+
+
+def changed_while_read(unit: Unit, size: int, sig: str | None, keys: Keyring) -> str | None:
+    """Why the files of ``unit`` no longer hold the ``size`` bytes that were hashed and then read
+    (``sig``: their signature taken before): shorter now (truncated or replaced while read), or
+    as long but changed in place; None when they are as hashed or only grew (a growing file is
+    read up to what was hashed, its rest on the next run). Such a parse may mix two versions,
+    so it is not stored: the next run reads the file again."""
+    from replay.ingest.readers.source import gzip_log
+
+    paths = [unit.main, *sorted(unit.subagents)]
+    if any(gzip_log(p) for p in paths):  # hashed decompressed: its size on disk says nothing; its stat does
+        if sig is not None and signature(unit, keys) != sig:
+            return "it changed while being read; nothing of it is stored: run the ingest again"
+        return None
+    now = SUBAGENT_SEPARATOR * len(unit.subagents)  # `hash_unit`'s size counts the separator it hashes before each
+    for path in paths:
+        try:
+            now += os.stat(path).st_size
+        except OSError:
+            return "it was removed while being read; nothing of it is stored"
+    if now < size:
+        return (f"it shrank from {size:,} to {now:,} bytes while being read; nothing of it is stored: "
+                "run the ingest again once it is written")
+    if now == size and sig is not None and signature(unit, keys) != sig:
+        return "it was rewritten in place while being read; nothing of it is stored: run the ingest again"
+    return None
