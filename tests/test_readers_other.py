@@ -757,6 +757,36 @@ def test_gemini_chat_is_told_from_other_formats(tmp_path):
     assert tr is None and dict(report.skipped) == {}
 
 
+def test_gemini_chat_with_a_new_message_type_or_null_session_id_is_still_read(tmp_path):
+    """Hostile-input audit (2026-11-28): one message of a type this version does not know among the
+    first five, or a null sessionId, sent the whole file to the Claude Code reader: "1 ingested",
+    0 sessions. The new type is now skipped alone; a null id takes the file's name."""
+    from replay.ingest.readers.base import Records
+    from replay.store.load import reader_for
+
+    plain, _ = _read(gemini_chat, _chat_file(tmp_path / "plain.json", gemini_chat_doc()))
+    doc = gemini_chat_doc()
+    doc["messages"].insert(1, {"id": "z", "timestamp": _ts(1), "type": "tool_group", "content": "x"})
+    path = _chat_file(tmp_path / "new.json", doc)
+    assert reader_for(Records(path, ReadReport())) is gemini_chat
+    tr, report = _read(gemini_chat, path)
+    usage = ("input_tokens", "output_tokens", "cache_read", "model")
+    assert all(tr.requests[k] == plain.requests[k] for k in usage) and tr.blocks["kind"] == plain.blocks["kind"]
+    assert dict(report.skipped) == {"unknown_type": 1}
+    doc = gemini_chat_doc()
+    doc["sessionId"] = None
+    path = _chat_file(tmp_path / "no-id.json", doc)
+    assert reader_for(Records(path, ReadReport())) is gemini_chat
+    tr, _ = _read(gemini_chat, path)
+    assert all(tr.requests[k] == plain.requests[k] for k in usage) and tr.n_requests == 4
+    assert tr.session["session_id"] == KEYS.short("session_id", "no-id", 16)
+
+
+def _chat_file(path: Path, doc: dict) -> Path:
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
 def test_corpus_gemini_chat_files():
     """The two Gemini CLI chat files of entire-cli/ (named .jsonl): read as documents, no line skipped."""
     from replay.ingest.readers.base import Records

@@ -63,10 +63,13 @@ def sniff_document(records: Records) -> bool:
     meta, messages = _chat(records)
     if records.kind == "jsonl" and messages is None:
         return False
-    if not isinstance(meta.get("sessionId"), str) or not ("projectHash" in meta or "startTime" in meta):
+    if "sessionId" not in meta or not ("projectHash" in meta or "startTime" in meta):
         return False
+    # one message of a known type is enough: a newer client's new message type is skipped as
+    # `unknown_type` by the reader, a null sessionId takes the file's name; requiring every one of
+    # the first five to be known sent such a file to the Claude Code reader, which kept nothing
     head = [m for _, m in records.head(5)] if messages is None else messages[:5]
-    return all(isinstance(m, dict) and isinstance(m.get("type"), str) and m["type"] in MESSAGE_TYPES for m in head)
+    return not head or any(isinstance(m, dict) and m.get("type") in MESSAGE_TYPES for m in head)
 
 
 def _parts(content: Any) -> list[Any]:
@@ -192,7 +195,8 @@ def read_session(main: Path, keys: Keyring, dataset: str, file_key: str, report:
     if records is None:
         records = Records(main, report, data)
     if not sniff_document(records):
-        raise FileError("not a Gemini CLI chat file (a JSON object with sessionId and messages)")
+        raise FileError("not a Gemini CLI chat file (a JSON object with sessionId, projectHash or startTime, and "
+                        "messages)")
     b = TraceBuilder(AGENT, keys, dataset, file_key, main, report)
     r = _ChatReader(b)
     meta, messages = _chat(records)
