@@ -435,6 +435,27 @@ def test_gemini_fixture(tmp_path):
         assert needle not in s
 
 
+def test_gemini_stream_whose_first_init_was_cut_is_read_as_one_run(tmp_path):
+    """Hostile-input audit (2026-11-28): with the first init line cut, every event counted as a
+    wrapper's echo and the file gave 0 sessions; the model's activity now starts a run (counted as
+    ``missing_init``). Its first prompt, before any model output, still counts as an echo: with
+    no init to go by, the reader cannot tell one from the other."""
+    recs = gemini_records()[1:15]  # the first run without its wrapper echo
+    lines = [json.dumps(r) for r in recs]
+    lines[0] = lines[0][: len(lines[0]) // 2]  # the init line cut in the middle
+    p = tmp_path / "cut.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    tr, report = _read(gemini, p)
+    whole, _ = _read(gemini, _write(tmp_path, "whole.jsonl", recs))
+    assert tr is not None and tr.n_requests == whole.n_requests == 4
+    assert report.repaired == Counter({"missing_init": 1}) and report.skipped == Counter({"invalid_json": 1})
+    assert report.non_context["message:outside_run"] == 1  # the prompt
+    assert tr.blocks["kind"] == whole.blocks["kind"][1:]
+    # after a run's result, events before the next init stay a wrapper's echo (a run started before)
+    tr, report = _read(gemini, _write(tmp_path, "two.jsonl", gemini_records()))
+    assert "missing_init" not in report.repaired
+
+
 # =========================================================================================
 # Copilot fixture
 # =========================================================================================

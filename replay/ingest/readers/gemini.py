@@ -87,6 +87,11 @@ def _gemini_tool(name: str, params: Any, keys: Keyring, cwd: str | None) -> tupl
     return mcp_kind(name) if name.startswith("mcp") else "other", None, None, None
 
 
+def _model_activity(t: str | None, rec: dict) -> bool:
+    """An event only a run writes: a tool call or result, or the model's own text."""
+    return t in ("tool_use", "tool_result") or (t == "message" and rec.get("role") == "assistant")
+
+
 class _GeminiReader:
     def __init__(self, b: TraceBuilder):
         self.b = b
@@ -130,6 +135,13 @@ class _GeminiReader:
             self.b.report.non_context[t] += 1
             if t == "result":
                 self.st = None  # the run is over; anything before the next init is not its context
+        elif self.st is None and not before_init and not self.b.streams and _model_activity(t, rec):
+            # the model at work and no run ever started: the first init was lost (a cut or broken
+            # first line); read as one run rather than losing the file as a wrapper's echo
+            self.b.report.repair("missing_init", self.b.path, line, "model output with no init line before it: "
+                                 "read as one run")
+            self._init({})
+            self.add(line, rec)
         elif self.st is None or before_init:
             # outside a run (before its init / after its result): a wrapper's echo of the task
             self.b.report.non_context[f"{t}:outside_run"] += 1
