@@ -167,6 +167,30 @@ def codex_trace(tmp_path):
     return tr, report, log
 
 
+def test_codex_token_count_without_its_last_usage_takes_the_change_of_totals(tmp_path):
+    """Hostile-input audit (2026-11-28): a token_count whose totals moved but without
+    last_token_usage was dropped as "no info", so its call merged into the next one (4 requests
+    of 5, their tokens counted under another); with none of them, one request of 0 tokens. The
+    call's usage is now the change of the totals, counted as ``usage_from_totals``; a cached
+    count above the input is counted (``inconsistent_usage``), not silently clamped."""
+    whole, _ = _read(codex, _write(tmp_path, "whole.jsonl", codex_fixture().records))
+    fields = ("input_tokens", "cache_read", "output_tokens", "has_usage")
+    for drop in ("one", "all"):
+        log = codex_fixture()
+        counts = [r for r in log.records if r["payload"].get("type") == "token_count"]
+        for r in counts if drop == "all" else counts[2:3]:
+            del r["payload"]["info"]["last_token_usage"]
+        tr, report = _read(codex, _write(tmp_path, f"{drop}.jsonl", log.records))
+        assert tr.n_requests == whole.n_requests, drop
+        assert all(tr.requests[f] == whole.requests[f] for f in fields), drop
+        assert report.repaired["usage_from_totals"] == (1 if drop == "one" else 5)  # repeats are not calls
+    log = codex_fixture()
+    last = next(r for r in log.records if r["payload"].get("type") == "token_count")["payload"]["info"]
+    last["last_token_usage"]["cached_input_tokens"] = 10 ** 6
+    tr, report = _read(codex, _write(tmp_path, "cached.jsonl", log.records))
+    assert report.repaired["inconsistent_usage"] == 1 and tr.requests["cache_read"][0] == 1000
+
+
 def test_codex_requests_one_per_new_token_count_with_usage_mapped(codex_trace):
     tr, report, _ = codex_trace
     r = tr.requests

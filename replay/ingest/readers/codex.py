@@ -141,6 +141,23 @@ def _prescan(records: Records) -> tuple[int | None, bool, set[int]]:
     return first, has_token_counts, prompts
 
 
+USAGE_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
+
+
+def _change(before: dict | None, total: Any) -> dict | None:
+    """One call's usage as the change of ``total_token_usage`` since ``before`` (the whole of it for
+    the first); None when either is not a usage object or a count went down."""
+    if not isinstance(total, dict) or (before is not None and not isinstance(before, dict)):
+        return None
+    out = {}
+    for f in USAGE_FIELDS:
+        now, was = total.get(f, 0), (before or {}).get(f, 0)
+        if type(now) is not int or type(was) is not int or now < was:
+            return None
+        out[f] = now - was
+    return out
+
+
 class _CodexReader:
     def __init__(self, b: TraceBuilder, records: Records):
         self.b = b
@@ -150,6 +167,7 @@ class _CodexReader:
         self.model: str | None = None
         self.session_id: str | None = None
         self.last_total: str | None = None
+        self.totals: dict | None = None  # the last total_token_usage read: a call's usage is its change
         self.last_usage: dict | None = None
         self.req_reasoning: list[int] = []  # block rows of the open request's reasoning items
         self.req_first_line: int | None = None
@@ -175,19 +193,32 @@ class _CodexReader:
 
     def _token_count(self, line: int, p: dict) -> None:
         info = p.get("info")
-        if not isinstance(info, dict) or not isinstance(info.get("last_token_usage"), dict):
+        total = info.get("total_token_usage") if isinstance(info, dict) else None
+        key = canonical_json(total) if isinstance(total, dict) else None
+        u = info.get("last_token_usage") if isinstance(info, dict) else None
+        if not isinstance(u, dict) and (key is None or key == self.last_total):
             self.b.report.non_context["event_msg:token_count(no info)"] += 1
             return
-        total = info.get("total_token_usage")
-        key = canonical_json(total) if isinstance(total, dict) else None
         if key is not None and key == self.last_total:
             self.b.report.non_context["event_msg:token_count(repeat)"] += 1
             return
-        if key is None and self.st.open_req is None and canonical_json(info["last_token_usage"]) == canonical_json(self.last_usage):
+        if key is None and self.st.open_req is None and canonical_json(u) == canonical_json(self.last_usage):
             self.b.report.non_context["event_msg:token_count(repeat)"] += 1
             return
         self.last_total = key
-        u = info["last_token_usage"]
+        before, self.totals = self.totals, total if key is not None else self.totals
+        if not isinstance(u, dict):
+            # the totals moved without the call's own usage: it is their change, not nothing (merged
+            # into the next call's, the call was lost and its tokens counted under another)
+            u = _change(before, total)
+            if u is None:
+                self.b.report.skip("invalid_usage", self.b.path, line, "token_count without last_token_usage, and "
+                                   "its total_token_usage does not give the call's usage")
+                self.st.open_req = None
+                self.req_reasoning = []
+                return
+            self.b.report.repair("usage_from_totals", self.b.path, line, "token_count without last_token_usage: "
+                                 "the call's usage is the change of total_token_usage")
         try:
             inp, cached = usage_count(u, "input_tokens"), usage_count(u, "cached_input_tokens")
             out, reasoning = usage_count(u, "output_tokens"), usage_count(u, "reasoning_output_tokens")
@@ -200,7 +231,10 @@ class _CodexReader:
         self.last_usage = u
         if self.st.open_req is None:  # a call whose output items were not written
             self.b.open_request(self.st, parse_ts(self._ts), self.model, f"line:{line}")
-        cached = min(cached, inp)
+        if cached > inp:
+            self.b.report.repair("inconsistent_usage", self.b.path, line, f"cached_input_tokens {cached:,} above "
+                                 f"input_tokens {inp:,}: taken as {inp:,}")
+            cached = inp
         self.b.set_usage(
             self.st.open_req, input_tokens=inp - cached, cache_read=cached, output_tokens=out,
             has_usage=True, ttl_split_known=False, msg_id=("usage:" + key) if key else None,
