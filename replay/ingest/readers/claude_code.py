@@ -41,7 +41,7 @@ from typing import Any
 
 from replay.ingest.blocktext import canonical_json, tool_result_parts
 from replay.ingest.builder import Stream, TraceBuilder
-from replay.ingest.checks import InvalidUsage, usage_count
+from replay.ingest.checks import InvalidUsage, cache_writes, usage_count
 from replay.ingest.keys import Keyring
 from replay.ingest.readers.base import FileError, ReadReport, Records, read_records
 from replay.ingest.readers.fields import line_range, opt_str, parse_ts
@@ -307,12 +307,9 @@ class _ClaudeReader:
         rid = rec.get("requestId")
         rid = rid if isinstance(rid, str) else ""
         if usage is not None:  # validate before anything is added: a bad count skips the whole line
-            cc = usage.get("cache_creation")
-            if isinstance(cc, dict) and ("ephemeral_5m_input_tokens" in cc or "ephemeral_1h_input_tokens" in cc):
-                w5, w1 = usage_count(cc, "ephemeral_5m_input_tokens"), usage_count(cc, "ephemeral_1h_input_tokens")
-                split_known = True
-            else:  # before the split existed, writes were 5-minute
-                w5, w1, split_known = usage_count(usage, "cache_creation_input_tokens"), 0, False
+            w5, w1, split_known, mended = cache_writes(usage)
+            if mended:
+                self.b.report.repair("inconsistent_usage", self.b.path, line, mended)
             counts = dict(input_tokens=usage_count(usage, "input_tokens"), cache_write_5m=w5, cache_write_1h=w1,
                           cache_read=usage_count(usage, "cache_read_input_tokens"),
                           output_tokens=usage_count(usage, "output_tokens"))
