@@ -44,7 +44,7 @@ from replay.ingest.builder import Stream, TraceBuilder
 from replay.ingest.checks import InvalidUsage, cache_writes, usage_count
 from replay.ingest.keys import Keyring
 from replay.ingest.readers.base import FileError, ReadReport, Records, read_records
-from replay.ingest.readers.fields import line_range, opt_str, parse_ts
+from replay.ingest.readers.fields import line_range, opt_str, parse_ts, record_ts
 from replay.ingest.readers.vocab import SYSTEM_SUBTYPES
 from replay.ingest.trace import PROGRESS_SUBAGENT, SessionTrace, tool_kind
 
@@ -226,7 +226,7 @@ class _ClaudeReader:
 
     def _context(self, line: int, rec: dict, rtype: str, st: Stream) -> None:
         """A user, assistant or attachment record: model context."""
-        ts = parse_ts(rec.get("timestamp"))
+        ts = record_ts(rec.get("timestamp"), self.b.report, self.b.path, line)
         sid = rec.get("sessionId")
         sid = sid if isinstance(sid, str) else None
         self.context_records[sid] += 1

@@ -36,7 +36,7 @@ from replay.ingest.readers.base import ReadReport, Records, read_records
 from replay.ingest.readers.codex_items import (
     call_name_args, message_text, output_is_error, output_parts, reasoning_text, tool_target,
 )
-from replay.ingest.readers.fields import data_url_payload, num, parse_ts
+from replay.ingest.readers.fields import data_url_payload, num, parse_ts, record_ts
 from replay.ingest.readers.vocab import CODEX_EVENTS
 from replay.ingest.trace import SessionTrace
 
@@ -398,7 +398,7 @@ class _CodexReader:
             rtype = _type(rec)
             p = rec.get("payload")
             self._ts = rec.get("timestamp")
-            ts = parse_ts(self._ts)
+            ts = record_ts(self._ts, self.b.report, self.b.path, line)
             if rtype not in CODEX_TYPES:
                 self._legacy_record(line, rec, rtype, ts)
             elif not isinstance(p, dict):

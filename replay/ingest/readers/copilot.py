@@ -30,7 +30,7 @@ from replay.ingest.builder import TraceBuilder
 from replay.ingest.checks import InvalidUsage, usage_count
 from replay.ingest.keys import Keyring
 from replay.ingest.readers.base import ReadReport, Records, read_records
-from replay.ingest.readers.fields import opt_str, parse_ts, text_or_json
+from replay.ingest.readers.fields import opt_str, parse_ts, record_ts, text_or_json
 from replay.ingest.readers.vocab import copilot_name
 from replay.ingest.shell import shell_resource
 from replay.ingest.trace import SessionTrace, mcp_kind
@@ -97,7 +97,7 @@ class _CopilotReader:
     def add(self, line: int, rec: dict) -> None:
         t = rec.get("type")
         d = rec.get("data")
-        ts = parse_ts(rec.get("timestamp"))
+        ts = record_ts(rec.get("timestamp"), self.b.report, self.b.path, line)
         if not isinstance(t, str):
             self.b.report.skip("malformed_record", self.b.path, line, "event without a type")
             return

@@ -2,20 +2,46 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from replay.ingest.blocktext import canonical_json
 
 
+# the years a log's timestamp may fall in: outside them it is damaged, not a date (year 0, 99999, 2999)
+TS_MIN = 946_684_800_000  # 2000-01-01 UTC
+TS_MAX = 4_102_444_800_000  # 2100-01-01 UTC
+
+
 def parse_ts(value: Any) -> int | None:
-    """ISO-8601 timestamp -> epoch milliseconds (None when absent or unreadable)."""
+    """ISO-8601 timestamp -> epoch milliseconds (None when absent, unreadable or outside
+    2000-2099). One without a zone is UTC, as every agent writes them: taken in the machine's
+    own zone, the same log would give other times on another machine."""
     if not isinstance(value, str) or not value:
         return None
     try:
-        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+        d = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=timezone.utc)
+    try:
+        ms = int(d.timestamp() * 1000)
+    except (OverflowError, ValueError, OSError):
+        return None
+    return ms if TS_MIN <= ms < TS_MAX else None
+
+
+def record_ts(value: Any, report, path, line: int) -> int | None:
+    """`parse_ts` of a record's own timestamp; one that is there but unusable (unreadable, not a
+    string, outside 2000-2099) is counted (``bad_timestamp`` in ``report.repaired``): the record
+    is kept, without a time. The message never repeats the value (it could be any text)."""
+    ts = parse_ts(value)
+    if ts is None and value is not None and value != "":
+        what = (f"a string of {len(value)} characters that is no date from 2000 to 2099" if isinstance(value, str)
+                else f"a JSON {type(value).__name__}, not an ISO-8601 string")
+        report.repair("bad_timestamp", path, line, f"timestamp is {what}: the record is kept without a time")
+    return ts
 
 
 def num(v: Any) -> int:

@@ -24,7 +24,7 @@ from replay.ingest.blocktext import canonical_json
 from replay.ingest.builder import Stream, TraceBuilder
 from replay.ingest.keys import Keyring
 from replay.ingest.readers.base import ReadReport, Records, read_records
-from replay.ingest.readers.fields import line_range, opt_str, parse_ts, text_or_json
+from replay.ingest.readers.fields import line_range, opt_str, parse_ts, record_ts, text_or_json
 from replay.ingest.shell import shell_resource
 from replay.ingest.trace import SessionTrace, mcp_kind
 
@@ -125,7 +125,7 @@ class _GeminiReader:
         """Add one event; ``before_init`` marks an event directly followed by an ``init``."""
         t = rec.get("type")
         t = t if isinstance(t, str) else None
-        ts = parse_ts(rec.get("timestamp"))
+        ts = record_ts(rec.get("timestamp"), self.b.report, self.b.path, line)
         if t not in EVENT_TYPES:
             self.b.report.skip("unknown_type", self.b.path, line, "unknown event type")
         elif t == "init":

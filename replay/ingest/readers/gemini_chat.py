@@ -29,7 +29,7 @@ from replay.ingest.builder import Stream, TraceBuilder
 from replay.ingest.checks import InvalidUsage, usage_count
 from replay.ingest.keys import Keyring
 from replay.ingest.readers.base import FileError, ReadReport, Records
-from replay.ingest.readers.fields import opt_str, parse_ts, text_or_json
+from replay.ingest.readers.fields import opt_str, parse_ts, record_ts, text_or_json
 from replay.ingest.readers.gemini import _gemini_tool
 from replay.ingest.trace import SessionTrace
 
@@ -106,7 +106,7 @@ class _ChatReader:
     def add(self, line: int, rec: dict) -> None:
         t = rec.get("type")
         t = t if isinstance(t, str) else None
-        ts = parse_ts(rec.get("timestamp"))
+        ts = record_ts(rec.get("timestamp"), self.b.report, self.b.path, line)
         if t == "user":
             self._user(rec, ts)
         elif t == "gemini":
