@@ -390,12 +390,13 @@ def test_a_table_wider_than_the_page_drops_columns_and_wide_shows_them(db, monke
         monkeypatch.setattr(replay.cli.usage, "WIDTH", width)
         out = run(*args).output
         header = " ".join(ln for ln in out.splitlines() if ln.startswith("┃"))
-        assert "(--wide: every column)" in out and "5m" not in header and "1h" not in header
+        assert "(--wide: every column, whole project keys)" in out and "5m" not in header and "1h" not in header
         assert "total" not in header and "write" in header and "agent" not in header
         table = [ln for ln in out.splitlines() if ln[:1] in "┏┃┡│├└"]
         assert table and max(len(ln) for ln in table) <= width, max(len(ln) for ln in table)
-        assert all(k in out for k in keys)  # a session key is never wrapped
+        assert all(k[:12] in out and k not in out for k in keys)  # a session key's first 12, never wrapped
         wide = run(*args, "--wide").output
+        assert all(k in wide for k in keys)
         assert "cache write 5m" in wide and "total tokens" in wide and "agent" in wide
 
 

@@ -258,15 +258,14 @@ def _usage_table(res: dict, filters, compact: bool) -> Table:
     for (f, _), c in zip(cols, t.columns[len(keys):]):
         c.footer = f"{_cell(tot, f):,}"
     t.columns[-1].footer = money(tot)
-    projects = {r.get("project") for r in res["rows"] if r.get("project")} if by == "session" else \
-        {r["key"] for r in res["rows"] if r["key"]} if by == "project" else set()
+    projects = {r["key"] for r in res["rows"] if r["key"]} if by == "project" else set()
     for r in res["rows"]:
         cells = _key_cells(r, by, filters.project_names, filters.tz)
         if compact and by == "project" and r["key"] and r["key"] not in filters.project_names:
             cells[0] = short_project(r["key"], projects)
         if no_agent:
             if r.get("project") and r["project"] not in filters.project_names:
-                cells[3] = short_project(r["project"], projects)
+                cells[3] = short_project(r["project"])  # its last component: the row's neighbours tell it apart
             cells[0] = cells[0][:SHORT_KEY]
             del cells[1]
         t.add_row(*(esc(x) for x in cells), *(f"{_cell(r, f):,}" for f, _ in cols), money(r))
@@ -278,8 +277,7 @@ def _usage_table(res: dict, filters, compact: bool) -> Table:
             c.min_width = max(len(x) for x in [*c._cells, *str(c.header).split()])
         elif compact and str(c.header).startswith("started ("):
             c.min_width = 10  # the day stays whole; its time goes to a second line when the table is tight
-        elif compact and c.header == "project" and by == "session":  # `…/c504243265`, a key people copy too
-            c.min_width = max(len(x) for x in [*c._cells, *str(c.header).split()])
+
 
     return t
 

@@ -296,6 +296,13 @@ class PriceTable:
                 raise PriceError(f"{path}: models.{name}: unknown key(s) {', '.join(sorted(bad))}; "
                                  f"allowed: {', '.join(RATE_FIELDS)}, min_cacheable, fast")
             _check_rates(path, f"models.{name}", rates)
+            missing = [f for f in RATE_FIELDS if f not in rates]
+            if missing and (len(missing) < len(RATE_FIELDS) or "fast" not in rates):
+                # said here, once, naming the file: found while pricing, a partial table read as a missing
+                # price ("add them with --prices") or a '?' cost in the commands that tolerate one
+                raise PriceError(f"{path}: models.{name} lacks {', '.join(missing)}: a model's table gives every "
+                                 f"one of {', '.join(RATE_FIELDS)} (or only `fast`, adding fast-mode rates to the "
+                                 "library's)")
             fast = rates.get("fast")
             if fast is not None:
                 if not isinstance(fast, dict) or set(fast) - set(RATE_FIELDS) or set(RATE_FIELDS) - set(fast):
