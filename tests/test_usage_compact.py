@@ -1,7 +1,7 @@
-"""`usage`'s 120-column view: project pseudonyms by the fewest last components that tell them
-apart (`--project` takes them as shown), session keys by their first 12 characters (as `breaks`
-shows them; `--session` takes a prefix), a project never split inside a component (newcomer's
-hour, 2026-11-28: `…/2a8e5` / `3063c/…`)."""
+"""`usage`'s 120-column view (newcomer's hour, 2026-11-28: `…/2a8e5` / `3063c/…`): `--by project`
+shows each project by the fewest last pseudonym components no other project ends with
+(`--project` takes them as shown); `--by session` shows session keys by their first 12
+characters (as `breaks` shows them; `--session` takes a prefix)."""
 
 from __future__ import annotations
 
