@@ -10,7 +10,7 @@ from rich.table import Table
 
 from replay.cli.autoingest import auto_ingest_option
 from replay.cli.common import (
-    DB_OPTION, clean, dataset_option, echo_json, esc, fail, fail_on, fmt_ts, format_option,
+    DB_OPTION, clean, dataset_option, echo_json, err, esc, fail, fail_on, fmt_ts, format_option,
     ingest_progress, json_option, key_file_option, open_db, out, out_dir_option, pick_dataset, print_table, warn,
     zone_label
 )
@@ -66,15 +66,39 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
     # Without a terminal: plain lines on stderr (where from, every few seconds, done)
     shown = ", ".join(clean(p) for p in paths[:2]) + (f" and {len(paths) - 2:,} more" if len(paths) > 2 else "")
     progress = ingest_progress("ingest", disable=quiet or as_json, source=f"from {shown} into {clean(db)}")
-    with fail_on(store.StoreError, ValueError, OSError), progress:
-        summary = run_ingest(list(paths), db, dataset=dataset, master_key=master, jobs=jobs,
-                             on_total=progress.total, on_progress=progress.advance)
+    before = _stored_files(db)
+    try:
+        with fail_on(store.StoreError, ValueError, OSError), progress:
+            summary = run_ingest(list(paths), db, dataset=dataset, master_key=master, jobs=jobs,
+                                 on_total=progress.total, on_progress=progress.advance)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: say what was kept (whole batches of whole files) before the stop
+        after = _stored_files(db)
+        if before is not None and after is not None:
+            err.print(f"ingest stopped: {after - before:,} file version(s) were stored before it (whole files only; "
+                      "nothing half-written); run the same command again to read the rest", soft_wrap=True)
+        raise
     if as_json:
         echo_json(summary.as_dict(), default=None)
     else:
         print_ingest_summary(summary, db, dataset)
     if summary.nothing_usable:
         sys.exit(1)
+
+
+def _stored_files(db: Path) -> int | None:
+    """File versions stored in ``db`` (0 when there is none yet; None when it cannot be read)."""
+    if not Path(db).exists():
+        return 0
+    try:
+        import duckdb
+
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            return con.execute("SELECT count(*) FROM source_files").fetchone()[0]
+        finally:
+            con.close()
+    except Exception:  # noqa: BLE001 - a database this cannot read: the interruption says no more
+        return None
 
 
 def print_ingest_summary(summary, db: Path, dataset: str) -> None:
