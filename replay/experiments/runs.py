@@ -104,9 +104,18 @@ def finish_run(con, run_id: str, results: list[SessionResult]) -> None:
                     [store.now(), len(results), run_id])
 
 
-def fail_run(con, run_id: str, error: str) -> None:
-    con.execute("UPDATE runs SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ?",
-                [store.now(), error[:2000], run_id])
+def fail_run(con, run_id: str, error: str, status: str = "failed") -> None:
+    con.execute("UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE run_id = ?",
+                [status, store.now(), error[:2000], run_id])
+
+
+def stop_reason(e: BaseException) -> tuple[str, str]:
+    """(status, error) of a run ended by ``e``: Ctrl-C or a stop signal (`replay.cli.common.Terminated`,
+    a KeyboardInterrupt) is ``interrupted``, as a killed run is listed, not ``failed``."""
+    if isinstance(e, KeyboardInterrupt):
+        signum = getattr(e, "signum", None)
+        return "interrupted", "stopped by a signal" if signum else "interrupted (Ctrl-C)"
+    return "failed", f"{type(e).__name__}: {e}"
 
 
 def run_policy(con, ds: Dataset, policy: Policy, opts: ReplayOptions, *, sweep_id: str | None = None,
@@ -123,7 +132,8 @@ def run_policy(con, ds: Dataset, policy: Policy, opts: ReplayOptions, *, sweep_i
                 on_session(s)
         finish_run(con, run_id, results)
     except BaseException as e:
-        fail_run(con, run_id, f"{type(e).__name__}: {e}")
+        status, error = stop_reason(e)
+        fail_run(con, run_id, error, status)
         raise
     return run_id, results
 
