@@ -30,3 +30,23 @@ def test_an_interrupted_ingest_names_the_files_it_stored(tmp_path, monkeypatch):
     assert "ingest stopped: 2 file version(s) were stored before it (whole files only; nothing half-written); run " \
            "the same command again to read the rest" in " ".join(r.stderr.split())
     assert r.stderr.rstrip().endswith("interrupted")
+
+
+def test_ingest_json_names_the_first_lines_by_file_and_line(tmp_path):
+    """Hostile-input audit (2026-11-28): the text promised every skipped line "in --json", which
+    held counts only; the JSON now lists the first 20 by file and line, and the text says so."""
+    import json
+
+    from replay.synth.generate import generate_corpus
+
+    logs = tmp_path / "logs"
+    generate_corpus(logs, sessions=1, seed=4)
+    f = sorted(p for p in logs.rglob("*.jsonl") if "subagents" not in p.parts)[0]
+    f.write_text(f.read_text() + "".join("{broken\n" for _ in range(25)))
+    r = CliRunner().invoke(main, ["ingest", str(logs), "--db", str(tmp_path / "a.duckdb"), "-q", "--json"])
+    got = json.loads(r.stdout)
+    assert got["skipped_lines"]["invalid_json"] == 25 and len(got["line_messages"]) == 20
+    assert all(m.startswith(f"{f}:") for m in got["line_messages"])
+    r = CliRunner().invoke(main, ["ingest", str(logs), "--db", str(tmp_path / "b.duckdb"), "-q"])
+    assert "… and 5 more, counted above by reason (the first 20 are listed, here and in --json's line_messages)" in \
+        " ".join(r.output.split())

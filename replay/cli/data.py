@@ -28,7 +28,8 @@ from replay.ingest.readers.report import REPAIRS as REPAIRED  # what each repair
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes that read, parse and token-count files (one writer; no short form: -j is --json) "
                    "[default: every core, up to 4, for a new database fed 16 MB of logs or more (on Linux); else 1].")
-@json_option("Print the summary as JSON.")
+@json_option("Print the summary as JSON: the counts, the failed files with their reasons, the lines skipped, "
+             "repaired and non-context by reason, and the first 20 of them by file and line (line_messages).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (a bar on a terminal, else a line when "
               "reading starts, every few seconds and at the end).")
 def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | None, jobs: int | None, as_json: bool,
@@ -130,7 +131,8 @@ def print_ingest_summary(summary, db: Path, dataset: str) -> None:
         more = sum(rep.skipped.values()) + sum(rep.repaired.values()) + sum(rep.pseudonymized.values()) \
             - len(rep.messages)
         if more > 0:
-            out.print(f"  … and {more:,} more (counted above by reason; all in --json)")
+            out.print(f"  … and {more:,} more, counted above by reason (the first {rep.max_messages} are listed, here "
+                      "and in --json's line_messages)")
     if s.duplicate_sessions:
         out.print(f"{len(s.duplicate_sessions)} copies of a session stored once (the longest copy is kept):")
         for f, kept in s.duplicate_sessions:

@@ -88,6 +88,7 @@ class IngestSummary:
             "repaired_lines": dict(self.report.repaired),
             "pseudonymized_values": dict(self.report.pseudonymized),
             "non_context_lines": dict(self.report.non_context),
+            "line_messages": list(self.report.messages),  # the first `max_messages` (file:line: reason)
         }
 
     @property
