@@ -76,19 +76,21 @@ def prepare(path: Path, keys) -> None:
     finally:
         Keyring.text_hash_size, Keyring.content_hash, readlines.LineHasher.hashes = text_hash_size, content_hash, hashes
         tokens.DEFER = False
+        for cache in (readlines.LineHasher._caches, readlines.LineHasher._chars, readlines.LineHasher._reads,
+                      readlines.LineHasher._reads_lines):
+            cache.clear()  # the timed ingest hashes its lines as a new process does, not from this read's cache
 
 
 def compiled_only(unit, keys, dataset, file_key, sizes):
     """A unit's parse reduced to its compiled work (see the module's docstring); the trace the real reader built."""
     import copy
-    import struct
 
     import orjson
 
     from replay.ingest import tokens
     from replay.ingest.builder import count_uncounted
     from replay.ingest.readers.source import open_log
-    from replay.ingest.readlines import LINE_HASH_PERSON  # noqa: F401 (the line hashes' keyed state, as below)
+    from replay.ingest.readlines import LineHasher
     from replay.store.readunit import _checked
 
     parsed, texts, blobs, line_lists = _PREP[unit.main]
@@ -108,14 +110,9 @@ def compiled_only(unit, keys, dataset, file_key, sizes):
         keys.text_hash_size(text)
     for blob in blobs:
         keys.content_hash(blob)
-    base = keys.hasher()
+    hasher = LineHasher(keys)  # its per-process cache as in the real read: a line is hashed once
     for ls in line_lists:
-        digests = []
-        for line in dict.fromkeys(ls):
-            h = base.copy()
-            h.update(line.encode("utf-8", "surrogatepass"))
-            digests.append(h.digest()[:8])
-        struct.unpack(f">{len(digests)}q", b"".join(digests))
+        hasher.hashes(ls)
     parsed = copy.copy(parsed)
     if parsed.trace is not None:
         parsed.trace = copy.copy(parsed.trace)
