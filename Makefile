@@ -27,7 +27,7 @@ demo: install
 	@echo "running the demo on the embedded synthetic sample: ingest, fidelity, every policy, a sweep, the report"
 	$(BIN)/ctxreplay demo
 
-# JupyterLab and a kernel for notebooks/ (after `make demo`: they read its out/demo.duckdb)
+# JupyterLab and a kernel for notebooks/ (they build out/notebooks.duckdb from the embedded sample on first run; notebooks/README.md)
 notebooks: install
 	$(BIN)/pip install -q -e ".[notebooks]"
 	@echo "run: $(BIN)/jupyter lab notebooks/"

@@ -155,7 +155,7 @@ def _print(rows: list[dict], shown: list[dict], summary: dict, n: int | None, tz
     out.print(f"{summary['breaks']:,} breaks in {summary['sessions_with_breaks']:,} session(s) "
               f"({summary['requests']:,} requests with usage) re-billed {summary['tokens']:,} tokens "
               f"({money(summary['cost'])}); a cause other than unexplained names {_pct(summary['named_share'])} of "
-              f"them ({_pct(summary['named_share_without_first_message'])} without first_message_rewritten, "
+              f"those tokens ({_pct(summary['named_share_without_first_message'])} without first_message_rewritten, "
               f"{_pct(summary['named_share_direct'])} without any inferred cause)"
               + _skipped(summary))
 
