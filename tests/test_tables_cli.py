@@ -50,8 +50,8 @@ def test_breaks_idle_times_read_as_durations_and_rows_are_costliest_first(db):
     assert not re.search(r"\b\d{1,3},\d{3} s\b|\b\d{4,} s\b", text), text  # no "40,794 s"
     rows = csv_rows(run("breaks", "--db", db, "--limit", "5", "--format", "csv", stdout=True).split("\n\n")[0])
     assert len(rows) == 5
-    for r in rows:
-        assert re.fullmatch(r"-|\d{1,2} s|\d{1,2} m \d\d s|\d{1,2} h \d\d m|\d+ d \d\d h", r["idle"]), r["idle"]
+    for r in rows:  # CSV gives a duration in seconds (the table shows "4 m 05 s")
+        assert re.fullmatch(r"\d*", r["idle (s)"]), r["idle (s)"]
     costs = [float(r["$"].replace(",", "")) for r in rows]
     assert costs == sorted(costs, reverse=True)
     every = json.loads(run("breaks", "--db", db, "--json", stdout=True))["breaks"]
@@ -220,7 +220,7 @@ def test_usage_by_session_keeps_every_figure_whole_near_120_columns(db):
     res = json.loads(run("usage", "--db", db, "--by", "session", "--no-ingest", "--json", stdout=True))
     for r in res["rows"]:
         writes = r["cache_write_5m"] + r["cache_write_1h"]
-        assert any(r["key"] in x and f"{writes:,}" in x and f"{r['cache_read']:,}" in x for x in lines), r["key"]
+        assert any(r["key"][:12] in x and f"{writes:,}" in x and f"{r['cache_read']:,}" in x for x in lines), r["key"]
     assert max(cell_len(x) for x in lines) <= 120
     wide = _table_lines(run("usage", "--db", db, "--by", "session", "--no-ingest", "--wide", env={"COLUMNS": ""}))
     for r in res["rows"]:
