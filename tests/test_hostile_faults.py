@@ -136,13 +136,17 @@ def test_a_stop_signal_during_a_parallel_ingest_stops_its_workers_with_one_line(
     if p.returncode == 0:
         pytest.skip("the ingest finished before the signal")
     assert len(workers) >= 2, workers
-    assert p.returncode == 128 + sig and err.strip() == f"terminated ({sig.name})" and out == "", err
+    lines = err.strip().splitlines()
+    assert p.returncode == 128 + sig and lines[-1] == f"terminated ({sig.name})" and out == "", err
     deadline = time.monotonic() + 10
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(w) for w in workers), "a worker outlived the ingest"
     n = q(db, "SELECT count(*) FROM sessions")[0][0]
     assert 0 < n < 12 and q(db, "SELECT count(*) FROM requests") == [(2 * n,)]
+    # and what it kept, said before the stop (2026-11-28): one file per session here
+    assert lines[:-1] == [f"ingest stopped: {n} file version(s) were stored before it (whole files only; nothing "
+                          "half-written); run the same command again to read the rest"], err
     r = subprocess.run(cmd[:-3] + ["-q"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0 and q(db, "SELECT count(*) FROM sessions") == [(12,)], r.stderr
 

@@ -164,6 +164,12 @@ def test_spec_errors_name_the_key(tmp_path):
     (b'policy = "devboy_lru"\n[random]\nsamples = 2\n[random.params]\ncapacity = {choices = []}\n',
      "choices must be a non-empty list"),
     (b'policy = "devboy_lru"\n[random]\nsamples = 2\n[random.params]\ncapacity = 3\n', "{choices = [...]}"),
+    # hostile-input audit, 2026-11-28: an unknown key in a range was not named; a numeric range for a
+    # parameter of words failed at a sampled value ("got 4.03181761176121")
+    (b'policy = "devboy_lru"\n[random]\nsamples = 2\n[random.params]\ncapacity = {low = 1, high = 5, step = 2}\n',
+     "[random.params] capacity: unknown key(s) step"),
+    (b'policy = "devboy_lru"\n[random]\nsamples = 2\n[random.params]\nverbosity = {low = 1, high = 5}\n',
+     "[random.params] verbosity takes str values (its default: 'standard'): give {choices = [...]}"),
 ])
 def test_a_spec_value_of_the_wrong_type_is_one_error_naming_it(tmp_path, body, message):
     """Each ended in a traceback, or ran: `capacity = true` as capacity 1, `mutation_aware = 1` as true."""

@@ -28,6 +28,10 @@ def check_shapes(path: Path, data: dict) -> None:
         raise SpecError(f"{path}: [random.params] must be a table of NAME = {{low, high}} or {{choices}}")
     for name, r in ranges.items():
         where = f"{path}: [random.params] {name}"
+        unknown = sorted(set(r) - {"choices", "low", "high", "int"}) if isinstance(r, dict) else []
+        if unknown:
+            raise SpecError(f"{where}: unknown key(s) {', '.join(unknown)}; a range is {{low = A, high = B}} "
+                            "(int = true for integers) or {choices = [...]}")
         if not isinstance(r, dict) or not (set(r) <= {"choices"} or set(r) <= {"low", "high", "int"}):
             raise SpecError(f"{where} must be {{choices = [...]}} or {{low = A, high = B}} (int = true for integers)")
         if "choices" in r:
@@ -39,3 +43,22 @@ def check_shapes(path: Path, data: dict) -> None:
             raise SpecError(f"{where}: low and high must be numbers with low <= high, got {lo!r} and {hi!r}")
         if not isinstance(r.get("int", False), bool):
             raise SpecError(f"{where}: int must be true or false")
+
+
+def check_ranges(path: Path, policy: str, random: dict) -> None:
+    """A numeric [random.params] range for a parameter that takes words or true/false is named as
+    such (it failed at a sampled value: "got 4.03181761176121")."""
+    from replay.policies import build
+    from replay.policies.base import ParamError
+
+    ranges = {k: r for k, r in random.get("params", {}).items() if "choices" not in r}
+    if not ranges:
+        return
+    try:
+        defaults = vars(build(policy).params)
+    except (ParamError, ValueError) as e:
+        raise SpecError(f"{path}: {e}") from e
+    for name in ranges:
+        if isinstance(defaults.get(name), (str, bool)):
+            raise SpecError(f"{path}: [random.params] {name} takes {type(defaults[name]).__name__} values "
+                            f"(its default: {defaults[name]!r}): give {{choices = [...]}}, not a numeric range")

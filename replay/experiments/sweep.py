@@ -56,7 +56,7 @@ from replay.engine import SESSION_FIGURES, ReplayOptions, replay_session
 from replay.engine.memo import forget_priced
 from replay.policies import ParamError, build, did_you_mean
 from replay.experiments.runs import insert_columns, slice_session_keys, start_run
-from replay.experiments.spec_shapes import SpecError, check_shapes  # noqa: F401 (SpecError re-exported)
+from replay.experiments.spec_shapes import SpecError, check_ranges, check_shapes  # noqa: F401 (SpecError re-exported)
 
 SPEC_KEYS = ("name", "policy", "dataset", "params", "grid", "cache", "random", "prices")
 CACHE_KEYS = ("ttl", "breakpoints", "observed_evictions", "lookback_blocks", "min_cacheable", "warm_start",
@@ -164,6 +164,7 @@ def load_spec(path: Path) -> SweepSpec:
         prices=data.get("prices"), source=str(path),
     )
     _whatif_rule(spec, path)
+    check_ranges(path, spec.policy, spec.random)
     # fail before any work: every point must build (unknown names get "did you mean")
     pts = spec.points()
     if not pts:
