@@ -35,7 +35,8 @@ GOLDEN = {  # from 9fbd476; requests, schema_migrations and source_files from b8
     # source_files again for trace revision 8 (issue 37: model names outside the public ids are keyed),
     # which is in each file's hash: no other row changes, this corpus names public models only;
     # requests, schema_migrations and source_files again for migration 11 and trace revision 9
-    # (requests.usage_ts): with usage_ts left out, requests still digests to 693f508f41fc73cc
+    # (requests.usage_ts): with usage_ts left out, requests still digests to 693f508f41fc73cc;
+    # source_files again for trace revision 10 (hostile input read, 2026-11-28): no other row changes
     "blocks": "0c04ba441e3a580a",
     "compactions": "9e88aa39022c69a2",
     "datasets": "97a81ab333f9f2c1",
@@ -46,9 +47,9 @@ GOLDEN = {  # from 9fbd476; requests, schema_migrations and source_files from b8
     "runs": "e3b0c44298fc1c14",
     "schema_migrations": "86d4fcd2b1d3397f",
     "sessions": "497ec543abc72ba3",
-    "source_files": "84b8fb799a23e277",
+    "source_files": "e7de3fcfe54cc3e8",
     "streams": "132604c8358912f1",
-    "summary": "b80f05b52c87da9f",  # 2026-11-28: shorter_versions (issue 37), then subagent_files (issue 38)
+    "summary": "bdf9d65a1ff6413d",  # 2026-11-28: shorter_versions (issue 37), subagent_files, line_messages (38)
 }
 
 

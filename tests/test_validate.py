@@ -194,7 +194,7 @@ def test_interrupted_run_never_looks_finished(sample_db):
     with pytest.raises(KeyboardInterrupt):
         runs.run_policy(con, ds, build("noop"), opts, on_session=boom)
     rows = runs.list_runs(con)
-    assert rows[-1]["status"] == "failed"
+    assert rows[-1]["status"] == "interrupted"  # Ctrl-C (2026-11-28: it was "failed"), never "finished"
     assert con.execute("SELECT count(*) FROM run_sessions WHERE run_id = ?", [rows[-1]["run_id"]]).fetchone()[0] == 0
     con.close()
 

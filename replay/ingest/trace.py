@@ -94,7 +94,12 @@ CLIENT_EVENTS = ("resume", "skill")
 # 9: a response's usage time (``usage_ts``): the time of the first of its lines with the most
 # output tokens, the line whose usage `ccusage` counts, so that a response streamed across
 # midnight falls on the same day in both.
-TRACE_REVISION = 9
+# 10: hostile input read, not lost (2026-11-28): a timestamp without a zone is UTC (it was the
+# machine's zone) and one outside 2000-2099 is no time; a Claude TTL split that contradicts its
+# cache-write total gives way to the total; a Codex token_count without last_token_usage is a call
+# whose usage is the change of the totals; a Gemini chat file with an unknown message type or a
+# null sessionId, and a Gemini stream-json file whose first init was cut, are read.
+TRACE_REVISION = 10
 
 # The provider's stated reasons for a cache miss (Claude Code from 2.1.119 writes them as
 # ``message.diagnostics.cache_miss_reason.type``). A closed vocabulary: any other value is
