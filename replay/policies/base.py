@@ -216,8 +216,8 @@ def coerce(name: str, value: Any, typ: Any) -> Any:
             if v.lower() in ("false", "0", "no", "off"):
                 return False
             raise ValueError(v)
-        if t.startswith("int") and "None" in t and v.lower() in ("none", "null", ""):
-            return None
+        if t.startswith("int") and "None" in t and v.lower() in ("none", "null"):
+            return None  # an empty value (`--set capacity=`) is a slip, not "no limit": int("") says so
         if t.startswith("int"):
             return int(v)
         if t.startswith("float"):
@@ -225,5 +225,6 @@ def coerce(name: str, value: Any, typ: Any) -> Any:
         if "tuple" in t:
             return tuple(x.strip() for x in v.split(",") if x.strip())
     except ValueError:
-        raise ParamError(f"parameter {name!r}: cannot read {value!r} as {t}") from None
+        raise ParamError(f"parameter {name!r}: cannot read {value!r} as {t}"
+                         + ("; give none for no limit" if "None" in t and not v else "")) from None
     return v
