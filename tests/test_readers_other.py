@@ -827,6 +827,22 @@ def test_gemini_chat_with_a_new_message_type_or_null_session_id_is_still_read(tm
     assert tr.session["session_id"] == KEYS.short("session_id", "no-id", 16)
 
 
+def test_gemini_chat_with_one_unreadable_field_keeps_its_messages_and_a_shapeless_one_fails(tmp_path):
+    """Hostile-input audit (2026-11-28): a top-level field nested too deep to parse cost the whole
+    file (0 sessions, exit 0); `messages` as an object gave 0 sessions without a word."""
+    plain, _ = _read(gemini_chat, _chat_file(tmp_path / "plain.json", gemini_chat_doc()))
+    doc = gemini_chat_doc()
+    deep = {"sessionId": doc["sessionId"], "projectHash": doc["projectHash"], "startTime": doc["startTime"],
+            "junk": "@@DEEP@@", "messages": doc["messages"]}
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps(deep, indent=2).replace('"@@DEEP@@"', "[" * 3000 + "]" * 3000))
+    tr, report = _read(gemini_chat, path)
+    assert tr.n_requests == plain.n_requests and dict(report.skipped) == {"invalid_json": 1}
+    doc["messages"] = {"0": doc["messages"][0]}
+    with pytest.raises(FileError, match="its messages are a JSON object, not an array of messages"):
+        _read(gemini_chat, _chat_file(tmp_path / "obj.json", doc))
+
+
 def _chat_file(path: Path, doc: dict) -> Path:
     path.write_text(json.dumps(doc, indent=2))
     return path

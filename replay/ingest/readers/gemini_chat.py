@@ -26,7 +26,7 @@ from typing import Any
 
 from replay.ingest.blocktext import canonical_json
 from replay.ingest.builder import Stream, TraceBuilder
-from replay.ingest.checks import InvalidUsage, usage_count
+from replay.ingest.checks import InvalidUsage, describe, usage_count
 from replay.ingest.keys import Keyring
 from replay.ingest.readers.base import FileError, ReadReport, Records
 from replay.ingest.readers.fields import opt_str, parse_ts, record_ts, text_or_json
@@ -209,6 +209,10 @@ def read_session(main: Path, keys: Keyring, dataset: str, file_key: str, report:
                 r.add(i, rec)
             else:
                 report.skip("not_an_object", main, i, f"message {i} is {type(rec).__name__}")
+    if "messages" in meta and not isinstance(meta["messages"], list):  # read whole into the fields, not streamed
+        got = meta["messages"]
+        raise FileError(f"its messages are {'a JSON object' if isinstance(got, dict) else describe(got)}, not an "
+                        "array of messages")
     sid = meta.get("sessionId")
     sid = sid if isinstance(sid, str) and sid else None
     return b.finish(sid or main.stem, identity=sid)

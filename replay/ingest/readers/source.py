@@ -486,7 +486,10 @@ class Records:
         try:
             fields = self._load(b"{" + body + b"}", report, line)
         except orjson.JSONDecodeError as e:
-            raise DocumentError(line, f"top-level field does not parse: {str(e)[:60]}") from None
+            # its brackets balance (that is how its end was found): it alone is skipped, and the
+            # messages after it are read (2026-11-28: one field nested too deep cost the whole file)
+            self._skip(report, "invalid_json", line, f"top-level field does not parse: {str(e)[:60]}")
+            return
         for k, v in fields.items():
             if k in DOCUMENT_ARRAYS and isinstance(v, list):
                 yield from self._elements(v, report, count)
