@@ -98,7 +98,8 @@ CLIENT_EVENTS = ("resume", "skill")
 # machine's zone) and one outside 2000-2099 is no time; a Claude TTL split that contradicts its
 # cache-write total gives way to the total; a Codex token_count without last_token_usage is a call
 # whose usage is the change of the totals; a Gemini chat file with an unknown message type or a
-# null sessionId, and a Gemini stream-json file whose first init was cut, are read.
+# null sessionId, and a Gemini stream-json file whose first init was cut, are read; a JSON
+# document's top-level field that does not parse is skipped alone.
 TRACE_REVISION = 10
 
 # The provider's stated reasons for a cache miss (Claude Code from 2.1.119 writes them as
