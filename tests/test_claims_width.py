@@ -26,7 +26,20 @@ def claimed(tmp_path_factory):
     ingest([sample_logs_dir()], db, dataset="sample", key_file=db.parent / "key")
     r = CliRunner().invoke(main, ["claims", "--db", str(db), "--json"])
     assert r.exit_code == 0, r.output
+    # the runs it stored are said, on stderr (newcomer's hour, 2026-11-28: they changed what `report` recommended)
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    n = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+    con.close()
+    assert n > 0 and f"stored {n:,} new run(s) in {db}" in " ".join(r.stderr.split()), r.stderr
     return db, json.loads(r.stdout)
+
+
+def test_claims_say_nothing_of_runs_when_they_store_none(claimed):
+    db, _ = claimed
+    r = CliRunner().invoke(main, ["claims", "--db", str(db), "--json"])
+    assert r.exit_code == 0 and "stored" not in r.stderr, r.stderr
 
 
 def _span(ivl):

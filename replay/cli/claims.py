@@ -6,7 +6,7 @@ import click
 
 from replay.cli.claims_view import print_tables
 from replay.cli.common import (
-    DB_OPTION, cache_options, dataset_option, echo_json, fail_on, format_option, json_option, make_options, open_db,
+    DB_OPTION, cache_options, dataset_option, echo_json, err, esc, fail_on, format_option, json_option, make_options, open_db,
     pick_dataset, key_file_option
 )
 from replay.cli.fmt import wide_option
@@ -60,8 +60,14 @@ def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price
     dataset = pick_dataset(con, dataset, db)
     opts.prices.bind(dataset, key_file)
     ds = runs.load(con, dataset)
+    before = _n_runs(con)
     with fail_on(PriceError):
         got = compute_claims(con, ds, opts, compare, iv)
+    stored = _n_runs(con) - before
+    if stored:  # they stay in the database: `report` and `compare` rank them with the others (newcomer's hour)
+        err.print(f"stored {stored:,} new run(s) in {esc(db)} (the claims' configurations, reused next time): "
+                  "`ctxreplay runs` lists them; `report` and `compare` rank them with every other stored run",
+                  soft_wrap=True)
     if as_json:
         echo_json(got)
         return
@@ -74,6 +80,10 @@ def claims(db, dataset, ttl, breakpoints, observed_evictions, prices_file, price
              for x in src["ai_experiments"]["ctxreplay"]["sweep"]]
     print_tables(got, dataset, wide, [(s, p, _cell(x, "context_tokens"), _cell(x, "cost"), (x or {}).get("run_id", "-"))
                                       for s, p, x in rows])
+
+
+def _n_runs(con) -> int:
+    return con.execute("SELECT count(*) FROM runs").fetchone()[0]
 
 
 def _cell(x: dict | None, f: str) -> str:
