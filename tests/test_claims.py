@@ -90,7 +90,7 @@ def test_cli_claims_json_on_the_sample(sample_db, tmp_path):
     shutil.copy(sample_db, db)
     r = CliRunner().invoke(claims_cmd, ["--db", str(db), "--json"])
     assert r.exit_code == 0, r.output
-    got = json.loads(r.output)
+    got = json.loads(r.stdout)  # stderr says what runs it stored
     src = got["sources"]
     assert set(src) == {"devboy", "jp_067", "ai_experiments"}
     for x in src.values():
