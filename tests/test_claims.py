@@ -132,7 +132,7 @@ def test_claims_on_the_shared_corpus(tmp_path):
     ingest([shared_logs("claude-code")], db, key_file=tmp_path / "key")
     r = CliRunner().invoke(claims_cmd, ["--db", str(db), "--json"])
     assert r.exit_code == 0, r.output
-    got = json.loads(r.output)
+    got = json.loads(r.stdout)
     own = got["sources"]["devboy"]["own_metric"]
     assert own["events"] == 2980
     assert abs(own["saved_pct"] - 0.58) <= 0.1, own

@@ -157,7 +157,7 @@ def test_cli_claims_register_json_on_the_sample(sample_db, tmp_path):
     shutil.copy(sample_db, db)
     r = CliRunner().invoke(claims_cmd, ["--db", str(db), "--json"])
     assert r.exit_code == 0, r.output
-    claims = json.loads(r.output)["claims"]
+    claims = json.loads(r.stdout)["claims"]
     assert [c["id"] for c in claims] == [c.id for c in reg.REGISTER]
     con = store.connect(db, read_only=True)
     every = compare(con, "sample")
