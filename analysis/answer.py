@@ -343,7 +343,7 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
     if view and view.get("error"):
         out["held_out"] = {"error": view["error"]}
     elif view:
-        from .sweep_best import holdout
+        from .sweep_best import holdout, optimism_text
 
         h = holdout(con, lead["run_id"], lead["baseline_run"], view["train"], view["test"], fig)
         out["held_out"] = {"split": split, "train_fraction": train_fraction, "train_sessions": len(view["train"]),
@@ -355,7 +355,7 @@ def answer(con, rows: list[dict], objective: str = "cost", max_risk: dict[str, f
                      f"{pct(o['saved_pct'])} {unit_pct} ({money(o['saved'], fig)}), 95% interval "
                      f"{interval_text(_iv(o['interval_pct']))}, against {pct(i['saved_pct'])} (95% interval "
                      f"{interval_text(_iv(i['interval_pct']))}) on the {i['sessions']:,} earlier one(s) it was chosen "
-                     f"on (optimism {100 * h['optimism']:+z.2f} points). ") if h["optimism"] is not None else ""
+                     f"on ({optimism_text(h['optimism'])}). ") if h["optimism"] is not None else ""
     if act:
         out["verdict"] = "recommended"
         out["best"] = s

@@ -153,8 +153,15 @@ def held_out_text(h: dict, unit: str = "cost") -> str:
         text += (f", against {pct(i['saved_pct'])} (95% interval {_pair(i['interval_pct'])}) on the "
                  f"{i['sessions']:,} earlier one(s) it was picked on")
     if h.get("optimism") is not None:
-        text += f" (optimism {100 * h['optimism']:+z.2f} points)"
+        text += f" ({optimism_text(h['optimism'])})"
     return text
+
+
+def optimism_text(opt: float) -> str:
+    """`optimism +1.10 points`: how much more the pick saved on the sessions it was picked on than
+    on the later ones; a negative one says the later sessions saved more (not a flaw of the pick)."""
+    return f"optimism {100 * opt:+z.2f} points" + (
+        ": the later sessions saved more than the earlier ones" if round(100 * opt, 2) < 0 else "")
 
 
 def _pair(v: list | None) -> str:

@@ -314,3 +314,12 @@ def test_report_on_a_database_of_slice_runs_only(tmp_path):
     assert not (tmp_path / "rep").exists()  # a failed report leaves no folder it made
     r = CliRunner().invoke(main, ["report", "--db", str(path), "--out", str(tmp_path / "rep"), *SLICE])
     assert r.exit_code == 0 and "no no-op baseline" in r.output, r.output
+
+
+def test_a_negative_optimism_says_what_it_means():
+    """Newcomer's hour (2026-11-28): "optimism -2.33 points" was not explained."""
+    from analysis.sweep_best import optimism_text
+
+    assert optimism_text(0.011) == "optimism +1.10 points"
+    assert optimism_text(-0.0233) == "optimism -2.33 points: the later sessions saved more than the earlier ones"
+    assert optimism_text(-0.00001) == "optimism +0.00 points"  # no negative zero, and nothing to explain
