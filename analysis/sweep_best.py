@@ -161,7 +161,7 @@ def optimism_text(opt: float) -> str:
     """`optimism +1.10 points`: how much more the pick saved on the sessions it was picked on than
     on the later ones; a negative one says the later sessions saved more (not a flaw of the pick)."""
     return f"optimism {100 * opt:+z.2f} points" + (
-        ": the later sessions saved more than the earlier ones" if round(100 * opt, 2) < 0 else "")
+        ": the later saved more" if round(100 * opt, 2) < 0 else "")
 
 
 def _pair(v: list | None) -> str:

@@ -321,5 +321,5 @@ def test_a_negative_optimism_says_what_it_means():
     from analysis.sweep_best import optimism_text
 
     assert optimism_text(0.011) == "optimism +1.10 points"
-    assert optimism_text(-0.0233) == "optimism -2.33 points: the later sessions saved more than the earlier ones"
+    assert optimism_text(-0.0233) == "optimism -2.33 points: the later saved more"
     assert optimism_text(-0.00001) == "optimism +0.00 points"  # no negative zero, and nothing to explain
