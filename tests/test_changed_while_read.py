@@ -105,4 +105,5 @@ def test_gzip_logs_are_judged_by_their_stat_not_their_size_on_disk(tmp_path, log
         f.with_name(f.name + ".gz").write_bytes(gzip.compress(f.read_bytes()))
         f.unlink()
     s = load.ingest([d], tmp_path / "g.duckdb", master_key=b"k" * 32)
-    assert not s.failed and s.ingested >= plain.ingested == 2 and s.blocks == plain.blocks
+    assert not s.failed and s.ingested == plain.ingested == 2 and s.blocks == plain.blocks
+    assert s.subagent_files == plain.subagent_files > 0  # gzipped subagent files stay with their gzipped session

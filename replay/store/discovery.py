@@ -41,7 +41,7 @@ class Unit:
 
 
 def _is_subagent_file(p: Path) -> bool:
-    return p.parent.name == "subagents" and p.name.startswith("agent-") and p.suffix == ".jsonl"
+    return p.parent.name == "subagents" and p.name.startswith("agent-") and p.name.endswith((".jsonl", ".jsonl.gz"))
 
 
 _KINDS = {stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
@@ -106,6 +106,8 @@ def discover(
         # <dir>/<session>/subagents/agent-x.jsonl belongs to <dir>/<session>.jsonl
         session_dir = sub.parent.parent
         parent = session_dir.parent / (session_dir.name + ".jsonl")
+        if parent not in units:  # a session archived with gzip keeps its subagent files (gzipped or not)
+            parent = session_dir.parent / (session_dir.name + ".jsonl.gz")
         if parent in units:
             units[parent].subagents.append(sub)
             if sub in as_found:
