@@ -62,3 +62,21 @@ def test_a_zoneless_log_ingests_to_the_same_times_in_any_zone(tmp_path):
         assert r.returncode == 0, r.stderr
         got.add(r.stdout.strip())
     assert len(got) == 1 and "None" not in got.pop()
+
+
+def test_a_line_cut_inside_a_character_says_so_not_surrogates(tmp_path):
+    """Hostile-input audit (2026-11-28): a line cut in the middle of a UTF-8 character was reported
+    as "str is not valid UTF-8: surrogates not allowed"; it now says what is still wrong."""
+    import json
+
+    from replay.ingest.readers.base import Records
+
+    line = json.dumps({"type": "user", "message": {"content": "héllo wörld"}}, ensure_ascii=False).encode()
+    cut = line[: line.index("ö".encode()) + 1]
+    p = tmp_path / "b.jsonl"
+    p.write_bytes(cut + b"\n" + line + b"\n")
+    report = ReadReport()
+    recs = list(Records(p, report))
+    assert len(recs) == 1 and report.skipped == Counter({"invalid_json": 1})
+    msg = report.messages[0]
+    assert "invalid UTF-8, and then JSONDecodeError: Unterminated string" in msg and "surrogates" not in msg, msg

@@ -224,8 +224,9 @@ def replay(db, dataset, policy_name, sets, config_file, detail, ttl, breakpoints
             out.print(f"run [bold]{esc(d['run_id'])}[/]: {esc(policy.name)} on {esc(on)}, {v} ({count(d['sessions'])} "
                       f"sessions, {count(ds.n_requests)} requests)")
         if tot:
-            out.print(f"  input {count(tot['input_total'])} tokens: read {count(tot['cache_read'])}, "
-                      f"written {count(tot['cache_write_5m'] + tot['cache_write_1h'])}, uncached "
+            # "input" alone is `usage`'s uncached input: the prompt's whole size is named apart
+            out.print(f"  prompt tokens (cached or not) {count(tot['input_total'])}: read {count(tot['cache_read'])}, "
+                      f"written {count(tot['cache_write_5m'] + tot['cache_write_1h'])}, uncached (`usage`'s input) "
                       f"{count(tot['uncached'])}; output {count(tot['output'])}; cost {money(tot['cost'])}; "
                       f"busts {count(tot['busts'])}")
     if policy.name != "noop":

@@ -309,8 +309,9 @@ class Records:
                 # no complete value, or one orjson refuses (a huge integer): broken as orjson said
                 if not newline:
                     self._skip(report, "truncated_last_line", i, "incomplete record at end of file")
-                else:
-                    self._skip(report, "invalid_json", i, str(error)[:80])
+                else:  # with bad UTF-8 replaced, what is still wrong (a line cut inside a character says "surrogates")
+                    self._skip(report, "invalid_json", i, (f"invalid UTF-8, and then {tail}" if fixed and tail
+                                                             else str(error))[:80])
                 return []
             if report is not None:
                 if len(values) > 1:
