@@ -442,7 +442,9 @@ def _print_tune(res: dict, objective: str) -> None:
                  f"picked on the earlier {sp['train_sessions']:,} of {sp['train_sessions'] + sp['test_sessions']:,} "
                  f"sessions by start time (--train-fraction {sp['train_fraction']:g})")
     out.print(f"tune [bold]{esc(res['tune_id'])}[/]: {res['trials']} trials ("
-              + (f"{res['feasible_trials']} within {esc(limits)}" if limits else "no risk limit")
+              + (f"{res['feasible_trials']} within {esc(limits)}" if limits else
+                 "no risk limit: `report` holds every risk counter at 0 unless told, so give --max-risk to pick as "
+                 "it would")
               + f"), objective {esc(res['figure'])}, {picked_on}")
     ref = res["reference"]
     ref_text = "no-op" + (f" {esc(json.dumps(ref['cache']))}" if ref["cache"] else ", cache as logged")
