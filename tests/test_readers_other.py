@@ -191,6 +191,31 @@ def test_codex_token_count_without_its_last_usage_takes_the_change_of_totals(tmp
     assert report.repaired["inconsistent_usage"] == 1 and tr.requests["cache_read"][0] == 1000
 
 
+def test_a_field_that_should_be_a_list_costs_only_itself(tmp_path):
+    """Second hostile-input audit (2026-11-28): a Codex reasoning item whose summary is a number,
+    or a Copilot message whose attachments or toolRequests are not a list, failed the whole file
+    ("internal error ... TypeError"), or read a string character by character. The field is left
+    out and counted (``malformed_field``, with the line); the rest is read."""
+    log = codex_fixture()
+    item = next(r for r in log.records if r["payload"].get("type") == "reasoning")
+    item["payload"]["summary"] = 5
+    tr, report = _read(codex, _write(tmp_path, "rollout.jsonl", log.records))
+    whole, _ = _read(codex, _write(tmp_path, "whole.jsonl", codex_fixture().records))
+    assert tr.n_requests == whole.n_requests and report.repaired["malformed_field"] == 1
+    recs = copilot_records()
+    user = next(r for r in recs if r.get("type") == "user.message")
+    user["data"]["attachments"] = "abcdef"
+    tr, report = _read(copilot, _write(tmp_path, "events.jsonl", recs))
+    ok, _ = _read(copilot, _write(tmp_path, "ok.jsonl", copilot_records()))
+    assert report.repaired["malformed_field"] == 1 and tr.n_requests == ok.n_requests
+    assert tr.blocks["kind"].count("attachment") <= ok.blocks["kind"].count("attachment")
+    recs = copilot_records()
+    asst = next(r for r in recs if r.get("type") == "assistant.message" and r["data"].get("toolRequests"))
+    asst["data"]["toolRequests"] = 7
+    tr, report = _read(copilot, _write(tmp_path, "events2.jsonl", recs))
+    assert report.repaired["malformed_field"] == 1 and tr.n_requests == ok.n_requests
+
+
 def test_codex_requests_one_per_new_token_count_with_usage_mapped(codex_trace):
     tr, report, _ = codex_trace
     r = tr.requests

@@ -170,6 +170,16 @@ def test_spec_errors_name_the_key(tmp_path):
      "[random.params] capacity: unknown key(s) step"),
     (b'policy = "devboy_lru"\n[random]\nsamples = 2\n[random.params]\nverbosity = {low = 1, high = 5}\n',
      "[random.params] verbosity takes str values (its default: 'standard'): give {choices = [...]}"),
+    # second audit: nan, inf and a misspelt name ended in tracebacks at tune's first trial; a fraction with
+    # int = true was cut silently
+    (b'policy = "devboy_lru"\n[random]\nsamples = 0\n[random.params]\ncapacity = {low = nan, high = 5}\n',
+     "low and high must be finite numbers"),
+    (b'policy = "devboy_lru"\n[random]\nsamples = 0\n[random.params]\ncapacity = {low = 1, high = inf}\n',
+     "low and high must be finite numbers"),
+    (b'policy = "devboy_lru"\n[random]\nsamples = 0\n[random.params]\ncapacityy = {low = 1, high = 5}\n',
+     "[random.params] capacityy: devboy_lru has no such parameter; did you mean 'capacity'?"),
+    (b'policy = "devboy_lru"\n[random]\nsamples = 0\n[random.params]\ncapacity = {low = 1.5, high = 3.7, int = true}\n',
+     "int = true needs whole numbers for low and high"),
 ])
 def test_a_spec_value_of_the_wrong_type_is_one_error_naming_it(tmp_path, body, message):
     """Each ended in a traceback, or ran: `capacity = true` as capacity 1, `mutation_aware = 1` as true."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 
@@ -39,8 +40,11 @@ def check_shapes(path: Path, data: dict) -> None:
                 raise SpecError(f"{where}: choices must be a non-empty list")
             continue
         lo, hi = r.get("low"), r.get("high")
-        if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in (lo, hi)) or lo > hi:
-            raise SpecError(f"{where}: low and high must be numbers with low <= high, got {lo!r} and {hi!r}")
+        if any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) for v in (lo, hi)) \
+                or lo > hi:
+            raise SpecError(f"{where}: low and high must be finite numbers with low <= high, got {lo!r} and {hi!r}")
+        if r.get("int") and not all(float(v).is_integer() for v in (lo, hi)):
+            raise SpecError(f"{where}: int = true needs whole numbers for low and high, got {lo!r} and {hi!r}")
         if not isinstance(r.get("int", False), bool):
             raise SpecError(f"{where}: int must be true or false")
 
@@ -51,14 +55,19 @@ def check_ranges(path: Path, policy: str, random: dict) -> None:
     from replay.policies import build
     from replay.policies.base import ParamError
 
-    ranges = {k: r for k, r in random.get("params", {}).items() if "choices" not in r}
+    from replay.policies import did_you_mean
+
+    ranges = random.get("params", {})
     if not ranges:
         return
     try:
         defaults = vars(build(policy).params)
     except (ParamError, ValueError) as e:
         raise SpecError(f"{path}: {e}") from e
-    for name in ranges:
-        if isinstance(defaults.get(name), (str, bool)):
+    for name, r in ranges.items():
+        if name not in defaults:  # `tune` samples them one trial at a time: it failed there, in a traceback
+            raise SpecError(f"{path}: [random.params] {name}: {policy} has no such parameter"
+                            f"{did_you_mean(name, sorted(defaults))}")
+        if "choices" not in r and isinstance(defaults.get(name), (str, bool)):
             raise SpecError(f"{path}: [random.params] {name} takes {type(defaults[name]).__name__} values "
                             f"(its default: {defaults[name]!r}): give {{choices = [...]}}, not a numeric range")

@@ -239,7 +239,7 @@ class _ClaudeReader:
         elif rtype == "assistant":
             self._assistant(line, rec, msg, st, ts, sid)
         else:
-            self._user(rec, msg, st, ts)
+            self._user(line, rec, msg, st, ts)
 
     def _assistant(self, line: int, rec: dict, msg: dict, st: Stream, ts: int | None, sid: str | None) -> None:
         mid, content = msg.get("id"), msg.get("content")
@@ -331,7 +331,7 @@ class _ClaudeReader:
         if isinstance(miss, dict):
             self.b.miss_reason(row, miss.get("type"), miss.get("cache_missed_input_tokens"))
 
-    def _user(self, rec: dict, msg: dict, st: Stream, ts: int | None) -> None:
+    def _user(self, line: int, rec: dict, msg: dict, st: Stream, ts: int | None) -> None:
         content = msg.get("content")
         if rec.get("isCompactSummary"):
             text = content if isinstance(content, str) else tool_result_parts(content)[0]
@@ -344,7 +344,9 @@ class _ClaudeReader:
                 self._skill_loaded(st)
             self.b.add_block(st, ts, "user", "user_text", content)
             return
-        if not isinstance(content, list):
+        if not isinstance(content, list):  # counted as the assistant side is (a prompt as an object was lost unseen)
+            if content is not None:
+                self.b.report.skip("malformed_record", self.b.path, line, "user content is neither text nor a list")
             return
         if rec.get("isMeta") and any(is_skill_part(p) for p in content):
             self._skill_loaded(st)

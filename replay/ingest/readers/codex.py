@@ -293,7 +293,8 @@ class _CodexReader:
             self.b.add_block(self.st, ts, "assistant", "assistant_text", t)
 
     def _reasoning(self, line: int, p: dict, ts: int | None) -> int:
-        visible, enc = reasoning_text(p)
+        visible, enc = reasoning_text(p, lambda key, v: self.b.report.repair(
+            "malformed_field", self.b.path, line, f"reasoning {key} is a JSON {type(v).__name__}, not a list: left out"))
         content = (visible + "\0" + enc).encode("utf-8", "surrogatepass") if (visible or enc) else b""
         if not content:
             # nothing of the item was written: keep it distinct rather than equal to every other empty one

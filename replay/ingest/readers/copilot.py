@@ -30,7 +30,7 @@ from replay.ingest.builder import TraceBuilder
 from replay.ingest.checks import InvalidUsage, usage_count
 from replay.ingest.keys import Keyring
 from replay.ingest.readers.base import ReadReport, Records, read_records
-from replay.ingest.readers.fields import opt_str, parse_ts, record_ts, text_or_json
+from replay.ingest.readers.fields import as_list, opt_str, parse_ts, record_ts, text_or_json
 from replay.ingest.readers.vocab import copilot_name
 from replay.ingest.shell import shell_resource
 from replay.ingest.trace import SessionTrace, mcp_kind
@@ -138,7 +138,7 @@ class _CopilotReader:
         text = text if isinstance(text, str) else canonical_json(text)
         st.user_turn += 1
         self.b.add_block(st, ts, "user", "user_text", text)
-        for att in d.get("attachments") or []:
+        for att in as_list(d, "attachments", self.b.report, self.b.path, line):
             self.b.add_block(st, ts, "user", "attachment", canonical_json(att))
 
     def _tool_complete(self, line: int, d: dict, ts: int | None) -> None:
@@ -179,7 +179,7 @@ class _CopilotReader:
             self.b.add_block(st, ts, "assistant", "assistant_text", content)
         elif content and not isinstance(content, str):
             self.b.add_block(st, ts, "assistant", "assistant_text", canonical_json(content))
-        for tr in d.get("toolRequests") or []:
+        for tr in as_list(d, "toolRequests", self.b.report, self.b.path, line):
             if isinstance(tr, dict):
                 name = str(tr.get("name") or "")
                 args = tr.get("arguments")

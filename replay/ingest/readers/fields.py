@@ -44,6 +44,18 @@ def record_ts(value: Any, report, path, line: int) -> int | None:
     return ts
 
 
+def as_list(d: dict, key: str, report, path, line: int) -> list:
+    """``d[key]`` when it is a list; [] when absent or null; anything else is counted
+    (``malformed_field`` in ``report.repaired``: the record is kept without it) and read as [].
+    A string or a number where a list belongs cost the whole file (a TypeError), or was read
+    character by character (2026-11-28 audits)."""
+    v = d.get(key)
+    if v is None or isinstance(v, list):
+        return v or []
+    report.repair("malformed_field", path, line, f"{key} is a JSON {type(v).__name__}, not a list: left out")
+    return []
+
+
 def num(v: Any) -> int:
     """A token count: a non-negative number as int, anything else 0."""
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else 0
