@@ -50,3 +50,16 @@ def test_ingest_json_names_the_first_lines_by_file_and_line(tmp_path):
     r = CliRunner().invoke(main, ["ingest", str(logs), "--db", str(tmp_path / "b.duckdb"), "-q"])
     assert "… and 5 more, counted above by reason (the first 20 are listed, here and in --json's line_messages)" in \
         " ".join(r.output.split())
+
+
+def test_an_empty_dataset_name_is_refused_before_anything_is_written(tmp_path):
+    """Second hostile-input audit (2026-11-28): `--dataset ""` was stored, then unreachable (an
+    empty --dataset means "not given" in every command that reads)."""
+    from replay.synth.generate import generate_corpus
+
+    logs = tmp_path / "logs"
+    generate_corpus(logs, sessions=1, seed=4)
+    for name in ("", "  "):
+        r = CliRunner().invoke(main, ["ingest", str(logs), "--db", str(tmp_path / "e.duckdb"), "--dataset", name])
+        assert r.exit_code == 1 and "is empty; give --dataset a name" in r.output, r.output
+        assert not (tmp_path / "e.duckdb").exists()

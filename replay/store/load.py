@@ -123,6 +123,8 @@ def ingest(
     database fed at least ``AUTO_MIN_BYTES`` of logs; else one.
     """
     t0 = time.perf_counter()
+    if not dataset.strip():  # stored, it could never be chosen again: --dataset "" means "not given" everywhere
+        raise ValueError(f"the dataset name {dataset!r} is empty; give --dataset a name (default: default)")
     refuse_foreign(Path(db))  # before a log is read: a log given as --db is not overwritten nor "ingested into"
     summary = IngestSummary()
     units = discover(paths, summary.failed, summary.skipped_files)
