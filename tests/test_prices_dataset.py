@@ -105,3 +105,32 @@ def test_a_dataset_of_another_key_is_priced_with_its_key_file(own_key_db, cmd):
     r = run(*cmd, "--db", db, "--dataset", "other", *priced, "--key-file", key)
     assert r.exit_code == 0, r.output
     assert "no price" not in r.output
+
+
+def test_a_price_file_model_that_matches_nothing_and_a_conflicting_date_are_said(tmp_path):
+    """Second hostile-input audit (2026-11-28): a typo'd [models."X"] was ignored without a word; a
+    file's price_date silently won over an explicit --price-date."""
+    from click.testing import CliRunner
+
+    from replay.cli import main
+    from replay.cli.demo import sample_logs_dir
+
+    db = tmp_path / "s.duckdb"
+    assert CliRunner().invoke(main, ["ingest", str(sample_logs_dir()), "--db", str(db), "-q"]).exit_code == 0
+    rates = "input = 1.0\ncache_write_5m = 1.0\ncache_write_1h = 1.0\ncache_read = 1.0\noutput = 1.0\n"
+    typo = tmp_path / "typo.toml"
+    typo.write_text('[models."claude-opus-4-6x"]\n' + rates)
+    r = CliRunner().invoke(main, ["usage", "--db", str(db), "--prices", str(typo), "--no-ingest"])
+    assert r.exit_code == 0 and f'warning: {typo}: [models."claude-opus-4-6x"] matches no model of default' in \
+        " ".join(r.stderr.split()), r.stderr
+    good = tmp_path / "good.toml"
+    good.write_text('[models."claude-opus-4-6"]\n' + rates)
+    r = CliRunner().invoke(main, ["usage", "--db", str(db), "--prices", str(good), "--no-ingest"])
+    assert r.exit_code == 0 and "matches no model" not in r.stderr
+    dated = tmp_path / "dated.toml"
+    dated.write_text('price_date = "2024-01-01"\n[models."claude-opus-4-6"]\n' + rates)
+    r = CliRunner().invoke(main, ["usage", "--db", str(db), "--prices", str(dated), "--price-date", "2026-11-01"])
+    assert r.exit_code == 1 and "price_date = 2024-01-01 and --price-date 2026-11-01 disagree" in r.output
+    r = CliRunner().invoke(main, ["usage", "--db", str(db), "--prices", str(dated), "--price-date", "2024-01-01",
+                                  "--no-ingest"])
+    assert r.exit_code == 0, r.output

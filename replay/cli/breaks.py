@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from replay.cli.autoingest import auto_ingest_option
-from replay.cli.cache_flags import PRICES_HELP
+from replay.cli.cache_flags import PRICE_DATE_HELP, PRICES_HELP
 from replay.cli.common import (
     DB_OPTION, dataset_option, echo_json, esc, fail_on, format_option, json_option, open_db, out, pick_dataset,
     print_table, slice_options, zone_label
@@ -30,7 +30,7 @@ DEFAULT_LIMIT = 20
                    "always covers all.")
 @click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help=PRICES_HELP + ".")
-@click.option("--price-date", default=None, help="Date the library prices are resolved at [default: 2026-11-01].")
+@click.option("--price-date", default=None, help=PRICE_DATE_HELP)
 @slice_options
 @json_option("Print JSON: {\"breaks\": [one object per break, with cause, tokens, cost, time (UTC) and time_local "
              "(in --timezone), ...], \"summary\": {...}, \"slice\": the --since ... --agent options (null: all)}.")
@@ -71,7 +71,7 @@ def breaks(db, dataset, session, limit, prices_file, price_date, since, until, p
 
     date = price_date or DEFAULT_PRICE_DATE
     with fail_on(PriceError, ValueError):
-        prices = PriceTable.from_toml(prices_file, date) if prices_file else PriceTable(date)
+        prices = PriceTable.from_toml(prices_file, date, given_date=price_date) if prices_file else PriceTable(date)
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
     prices.bind(dataset, key_file)

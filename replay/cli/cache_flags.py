@@ -23,6 +23,8 @@ def _setting(flag: str, choices: list[str], text: str):
 
 # (flag, choices with the default first, help) of each cache-model setting, in --help order
 # the keys with spaces between them, so that a narrow terminal wraps between two keys, never inside one
+PRICE_DATE_HELP = ("Date the library prices are resolved at [default: the price file's price_date, else 2026-11-01; "
+                   "both given must agree].")
 PRICES_HELP = ("TOML price overrides: a [models.\"NAME\"] table with any of input, cache_write_5m, cache_write_1h, "
                "cache_read, output (in $/Mtok)")
 
@@ -100,7 +102,7 @@ _CACHE_SETTINGS = [
 def price_options(f):
     """The --prices and --price-date options (`prices_file`, `price_date`)."""
     f = click.option("--price-date", default=None,
-                     help="Date the library prices are resolved at [default: 2026-11-01].")(f)
+                     help=PRICE_DATE_HELP)(f)
     return click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                         default=None, help=PRICES_HELP + ".")(f)
 
@@ -138,7 +140,7 @@ def make_options(ttl, breakpoints, observed_evictions, prices_file, price_date, 
     from replay.engine import ReplayOptions
 
     date = price_date or DEFAULT_PRICE_DATE
-    prices = PriceTable.from_toml(prices_file, date) if prices_file else PriceTable(date)
+    prices = PriceTable.from_toml(prices_file, date, given_date=price_date) if prices_file else PriceTable(date)
     meta = click.get_current_context(silent=True)
     meta = meta.meta if meta is not None else {}
     settings = {k.removeprefix("cache."): v for k, v in meta.items() if k.startswith("cache.")}

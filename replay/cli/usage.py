@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from replay.cli.cache_flags import PRICES_HELP
+from replay.cli.cache_flags import PRICE_DATE_HELP, PRICES_HELP
 from replay.cli.autoingest import auto_ingest_option
 from replay.cli.fmt import WIDTH, fit, natural_width, wide_option
 from replay.cli.common import (
@@ -27,8 +27,7 @@ def filter_options(f):
         slice_options,
         click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      default=None, help=PRICES_HELP + ", e.g. for a model without a library price."),
-        click.option("--price-date", default=None, help="Date the library prices are resolved at "
-                     "[default: 2026-11-01]."),
+        click.option("--price-date", default=None, help=PRICE_DATE_HELP),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -67,7 +66,7 @@ def price_table(prices_file: Path | None, price_date: str | None):
 
     date = price_date or DEFAULT_PRICE_DATE
     with fail_on(PriceError, ValueError):
-        return PriceTable.from_toml(prices_file, date) if prices_file else PriceTable(date)
+        return PriceTable.from_toml(prices_file, date, given_date=price_date) if prices_file else PriceTable(date)
 
 
 def recorded_usage(con, dataset: str, by: str, filters, prices) -> dict:
@@ -144,6 +143,7 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
     con = open_db(db)
     dataset = pick_dataset(con, dataset, db)
     prices.bind(dataset, key_file)  # a hidden model name in the price file, keyed as this dataset keys it
+    warn_unused_overrides(con, dataset, prices, prices_file)
     filters = make_filters(con, dataset, since, until, projects, models, agents, tz_name, key_file)
     res = recorded_usage(con, dataset, by, filters, prices)
     if resolve_dir is not None:
@@ -170,6 +170,19 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
                       f"{esc(res.get('no_match') or res['coverage'])}", soft_wrap=True)
     else:
         _print_usage(res, filters, wide)
+
+
+def warn_unused_overrides(con, dataset: str, prices, prices_file: Path | None) -> None:
+    """One warning naming the price file's models that no response of ``dataset`` has (a typo)."""
+    if prices_file is None or not prices.overrides:
+        return
+    have = [m for (m,) in con.execute("SELECT DISTINCT r.model FROM requests r JOIN sessions s USING (session_key) "
+                                      "WHERE s.dataset = ?", [dataset]).fetchall()]
+    unused = prices.unused_overrides(have)
+    if unused:
+        more = f" and {len(unused) - 1} more" if len(unused) > 1 else ""
+        warn(f"{prices_file}: [models.\"{unused[0]}\"]{more} {'match' if more else 'matches'} no model of {dataset} "
+             "(`ctxreplay usage --by model` lists them); check the name")
 
 
 def resolved_projects(con, dataset: str, key_file: Path | None, root: Path) -> dict[str, str]:

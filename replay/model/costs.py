@@ -269,6 +269,18 @@ class PriceTable:
             self._aliases = {model_pseudonym(keys, n): n for n in hidden} if keys is not None else {}
         return self._aliases.get(model)
 
+    def unused_overrides(self, models) -> list[str]:
+        """The price file's model names that none of ``models`` (as the trace stores them, hidden
+        names as pseudonyms, fast mode with its suffix) is priced by: a typo'd name was ignored
+        without a word."""
+        used = set()
+        for m in models:
+            base, _ = split_price_key(m or "")
+            for name in (base, self._raw_name(base) if base else None):
+                if name in self.overrides:
+                    used.add(name)
+        return sorted(set(self.overrides) - used)
+
     def _override(self, model: str) -> dict | None:
         ov = self.overrides.get(model)
         if ov is None:
@@ -277,7 +289,7 @@ class PriceTable:
         return ov
 
     @classmethod
-    def from_toml(cls, path: Path, price_date: str = DEFAULT_PRICE_DATE) -> "PriceTable":
+    def from_toml(cls, path: Path, price_date: str = DEFAULT_PRICE_DATE, given_date: str | None = None) -> "PriceTable":
         try:
             data = tomllib.loads(Path(path).read_text())
         except (OSError, tomllib.TOMLDecodeError) as e:
@@ -312,6 +324,9 @@ class PriceTable:
         when = data.get("price_date", price_date)
         if isinstance(when, date) and not isinstance(when, datetime):
             when = when.isoformat()  # a TOML date (price_date = 2026-01-01) as well as a string
+        if given_date is not None and "price_date" in data and str(when) != str(given_date):
+            # the file's date used to win over --price-date without a word
+            raise PriceError(f"{path}: price_date = {when} and --price-date {given_date} disagree; give one of them")
         return cls(when, models, Path(path).name)
 
     def describe(self) -> dict[str, Any]:
