@@ -215,3 +215,38 @@ def test_anonymize_prints_plain_progress_lines_into_a_pipe(corpus, tmp_path, mon
     assert "anonymize:" not in r.stdout
     r = run("anonymize", corpus, tmp_path / "out2", "-q")
     assert "anonymize:" not in r.stderr
+
+
+def test_anonymize_names_blocks_whose_count_it_could_not_keep_without_blaming_paths(tmp_path, monkeypatch):
+    """Second hostile-input audit (2026-11-28): with the default --path-style words the summary said
+    "blocks carrying a path have more tokens ...; --path-style words keeps every count exact" (the
+    style in use) for Read results of numbered source lines whose fillers did not fit."""
+    src = ['package gitsync', '', 'import (', '\t"bytes"', '\t"context"', '\t"net/http/httptest"', ')', '',
+           'func TestSync(t *testing.T) {', '\tctx := context.Background()', '\tif err := run(ctx); err != nil {',
+           '\t\tt.Fatalf("sync: %v", err)', '\t}', '}']
+    recs = [{"type": "user", "message": {"role": "user", "content": "look at the tests"}}]
+    for i in range(12):
+        body = "\n".join(f"{k + 1}\t{line}" for k, line in enumerate(src[i % 3:] + [f"// file {i}"]))
+        recs += [{"type": "assistant", "requestId": f"req_{i}", "message": {
+                     "id": f"msg_{i}", "role": "assistant", "model": "claude-sonnet-4-6",
+                     "content": [{"type": "tool_use", "id": f"toolu_{i}", "name": "Read",
+                                  "input": {"file_path": f"/home/alice/acme/pkg{i}/sync_test.go"}}],
+                     "usage": {"input_tokens": 5, "output_tokens": 5}}},
+                 {"type": "user", "message": {"role": "user", "content": [
+                     {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": body}]}}]
+    for n, r in enumerate(recs):
+        r.update(sessionId="s1", uuid=f"u{n}", parentUuid=f"u{n - 1}" if n else None, cwd="/home/alice/acme",
+                 timestamp=f"2026-06-01T10:{n // 60:02d}:{n % 60:02d}.000Z", version="2.1.100")
+    src_dir = tmp_path / "in"
+    src_dir.mkdir()
+    (src_dir / "s1.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    monkeypatch.setenv("CTXREPLAY_KEY_FILE", str(tmp_path / "key"))
+    (tmp_path / "key").write_text("ab" * 32)  # a fixed key: the fillers, and so the misfits, are the same each run
+    (tmp_path / "key").chmod(0o600)
+    got = json.loads(run("anonymize", src_dir, tmp_path / "out", "--json").stdout)
+    r = run("anonymize", src_dir, tmp_path / "out2", "-q")
+    text = " ".join(r.output.split())
+    assert "--path-style words keeps" not in text and "carrying a path" not in text
+    assert got["blocks_token_mismatch"] > 0  # what the summary says is what the JSON counts
+    assert (f"{got['blocks_token_mismatch']:,} of {got['blocks_checked']:,} context blocks differ from their raw "
+            "token count by a few tokens") in text
