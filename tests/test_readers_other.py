@@ -216,6 +216,27 @@ def test_a_field_that_should_be_a_list_costs_only_itself(tmp_path):
     assert report.repaired["malformed_field"] == 1 and tr.n_requests == ok.n_requests
 
 
+def test_a_second_session_in_one_file_is_counted_and_a_forks_parent_is_not(tmp_path):
+    """Second hostile-input audit (2026-11-28): two rollouts in one file (`cat a b`) were read as one
+    session without a word. They still are (a file is one trace), but counted (``second_session``);
+    a fork's copy of its parent's session_meta (the shared codex-2026 corpus has 8) is not."""
+    one, two = codex_fixture().records, codex_fixture().records
+    two[0] = {**two[0], "payload": {**two[0]["payload"], "id": "sess-codex-2"}}
+    tr, report = _read(codex, _write(tmp_path, "cat.jsonl", one + two))
+    assert report.repaired["second_session"] == 1 and tr is not None
+    fork = codex_fixture().records
+    meta = fork[0]
+    fork[0] = {**meta, "payload": {**meta["payload"], "id": "sess-fork", "forked_from_id": "sess-codex-1"}}
+    fork.insert(1, meta)  # the parent's session_meta, as Codex writes it after a fork's own
+    _, report = _read(codex, _write(tmp_path, "fork.jsonl", fork))
+    assert "second_session" not in report.repaired
+    recs = copilot_records()
+    start = next(r for r in recs if r.get("type") == "session.start")
+    again = {**start, "data": {**start["data"], "sessionId": "another"}}
+    _, report = _read(copilot, _write(tmp_path, "events.jsonl", recs + [again]))
+    assert report.repaired["second_session"] == 1
+
+
 def test_codex_requests_one_per_new_token_count_with_usage_mapped(codex_trace):
     tr, report, _ = codex_trace
     r = tr.requests

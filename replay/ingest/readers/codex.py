@@ -36,7 +36,7 @@ from replay.ingest.readers.base import ReadReport, Records, read_records
 from replay.ingest.readers.codex_items import (
     call_name_args, message_text, output_is_error, output_parts, reasoning_text, tool_target,
 )
-from replay.ingest.readers.fields import data_url_payload, num, parse_ts, record_ts
+from replay.ingest.readers.fields import SECOND_SESSION, data_url_payload, num, parse_ts, record_ts
 from replay.ingest.readers.vocab import CODEX_EVENTS
 from replay.ingest.trace import SessionTrace
 
@@ -168,6 +168,7 @@ class _CodexReader:
         self.session_id: str | None = None
         self.last_total: str | None = None
         self.totals: dict | None = None  # the last total_token_usage read: a call's usage is its change
+        self.forked_from: str | None = None
         self.last_usage: dict | None = None
         self.req_reasoning: list[int] = []  # block rows of the open request's reasoning items
         self.req_first_line: int | None = None
@@ -411,7 +412,7 @@ class _CodexReader:
             elif rtype == "turn_context":
                 self._turn_context(p)
             elif rtype == "session_meta":
-                self._session_meta(p)
+                self._session_meta(p, line)
             elif rtype == "compacted":
                 self._compacted(line, p, ts)
         if self.st.open_req is not None:
@@ -448,11 +449,14 @@ class _CodexReader:
             self.cwd = p["cwd"]
             self.b.cwd = self.b.cwd or p["cwd"]
 
-    def _session_meta(self, p: dict) -> None:
+    def _session_meta(self, p: dict, line: int) -> None:
         self.b.report.non_context["session_meta"] += 1
         sid = p.get("id") or p.get("session_id")
         if isinstance(sid, str) and self.session_id is None:
             self.session_id = sid
+            self.forked_from = p.get("forked_from_id")  # a fork repeats its parent's session_meta after its own
+        elif isinstance(sid, str) and sid not in (self.session_id, self.forked_from):
+            self.b.report.repair("second_session", self.b.path, line, SECOND_SESSION)  # `cat a b`: said, not split
         if isinstance(p.get("cli_version"), str):
             self.b.versions.add(p["cli_version"])
         if isinstance(p.get("cwd"), str) and p["cwd"] and self.cwd is None:

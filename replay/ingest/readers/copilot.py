@@ -30,7 +30,7 @@ from replay.ingest.builder import TraceBuilder
 from replay.ingest.checks import InvalidUsage, usage_count
 from replay.ingest.keys import Keyring
 from replay.ingest.readers.base import ReadReport, Records, read_records
-from replay.ingest.readers.fields import as_list, opt_str, parse_ts, record_ts, text_or_json
+from replay.ingest.readers.fields import SECOND_SESSION, as_list, opt_str, parse_ts, record_ts, text_or_json
 from replay.ingest.readers.vocab import copilot_name
 from replay.ingest.shell import shell_resource
 from replay.ingest.trace import SessionTrace, mcp_kind
@@ -105,7 +105,7 @@ class _CopilotReader:
             self.b.report.skip("malformed_record", self.b.path, line, "event without a data object")
             return
         if t == "session.start":
-            self._session_start(d)
+            self._session_start(d, line)
         elif t == "session.model_change" and isinstance(d.get("newModel"), str):
             self.model = d["newModel"]
         handler = self._CONTEXT_EVENTS.get(t)
@@ -119,10 +119,12 @@ class _CopilotReader:
         else:
             self.b.report.skip("unknown_type", self.b.path, line, "unknown event type")
 
-    def _session_start(self, d: dict) -> None:
+    def _session_start(self, d: dict, line: int) -> None:
         sid = d.get("sessionId")
         if isinstance(sid, str) and self.session_id is None:
             self.session_id = sid
+        elif isinstance(sid, str) and sid != self.session_id:
+            self.b.report.repair("second_session", self.b.path, line, SECOND_SESSION)
         ver = d.get("copilotVersion") or d.get("version")
         if isinstance(ver, str):
             self.b.versions.add(ver)

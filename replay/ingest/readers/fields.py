@@ -8,6 +8,11 @@ from typing import Any
 from replay.ingest.blocktext import canonical_json
 
 
+# a file holding a second session (another id: `cat a b`) is read as one trace, its context continuing the
+# first's; counted as ``second_session`` with this detail (Codex, Copilot CLI)
+SECOND_SESSION = ("another session's start in the same file: read as the first session's continuation; "
+                  "keep each session in a file of its own to replay them apart")
+
 # the years a log's timestamp may fall in: outside them it is damaged, not a date (year 0, 99999, 2999)
 TS_MIN = 946_684_800_000  # 2000-01-01 UTC
 TS_MAX = 4_102_444_800_000  # 2100-01-01 UTC
