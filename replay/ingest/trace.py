@@ -99,7 +99,9 @@ CLIENT_EVENTS = ("resume", "skill")
 # cache-write total gives way to the total; a Codex token_count without last_token_usage is a call
 # whose usage is the change of the totals; a Gemini chat file with an unknown message type or a
 # null sessionId, and a Gemini stream-json file whose first init was cut, are read; a JSON
-# document's top-level field that does not parse is skipped alone.
+# document's top-level field that does not parse is skipped alone; a Copilot or Codex field that
+# should be a list and is not is left out (a string was read character by character, a number
+# failed the file).
 TRACE_REVISION = 10
 
 # The provider's stated reasons for a cache miss (Claude Code from 2.1.119 writes them as
