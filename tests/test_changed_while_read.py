@@ -1,8 +1,8 @@
 """A log that changes between being hashed and being read (hostile-input audit, 2026-11-28): a
 file truncated during a 58 MB ingest was stored with the hashed size and a third of its
-requests, and once whole again was "unchanged" for good. Now a file shorter than hashed, or as
-long but rewritten in place, fails alone ("changed while being read") and is read again by the
-next run; a file that only grew is read up to what was hashed, as before."""
+requests, and once whole again was "unchanged" for good. Now a file shorter than hashed fails
+alone ("it shrank ... while being read") and is read again by the next run; a file that only
+grew is read up to what was hashed, as before."""
 
 from __future__ import annotations
 
@@ -59,15 +59,25 @@ def test_a_file_that_shrank_while_read_fails_alone_and_the_next_run_reads_it(mon
     assert again.ingested == 1 and not again.failed and again.unchanged == 1
 
 
-def test_a_file_rewritten_in_place_while_read_fails_alone(monkeypatch, tmp_path, logs):
+def test_a_file_appended_between_its_stat_and_its_hash_is_stored(monkeypatch, tmp_path, logs):
+    """Review (2026-11-28): a check for files "rewritten in place" (same length, another stat)
+    failed a live session written to between its stat and its hashing: it had only grown."""
+    from replay.store import readunit
+
     d, files = logs
     monkeypatch.setattr(statsig, "RACY_NS", 0)  # the files were written just now: give them a signature
-    whole = files[0].read_bytes()
-    flipped = whole.replace(b'"user"', b'"resu"', 1)
-    assert flipped != whole and len(flipped) == len(whole)
-    s, first = _ingest_changing(monkeypatch, d, tmp_path / "b.duckdb", lambda p: p.write_bytes(flipped))
-    assert [why for _, why in s.failed] == ["it was rewritten in place while being read; nothing of it is stored: "
-                                            "run the ingest again"]
+    real = readunit.hash_unit
+    first = files[0]
+
+    def hash_after_append(unit, keys):
+        if unit.main == first:
+            with open(first, "a") as fh:
+                fh.write('{"type": "summary"}\n')
+        return real(unit, keys)
+
+    monkeypatch.setattr(load, "hash_unit", hash_after_append)
+    s = load.ingest([d], tmp_path / "b.duckdb", master_key=b"k" * 32)
+    assert s.ingested == 2 and not s.failed
 
 
 def test_a_file_that_only_grew_is_stored_up_to_what_was_hashed(monkeypatch, tmp_path, logs):
@@ -88,11 +98,11 @@ def test_changed_while_read_says_nothing_of_an_unchanged_unit(tmp_path):
     os.utime(p, ns=(old, old))
     unit = Unit(p)
     keys = Keyring.for_dataset(b"k" * 32, "default")
-    assert statsig.changed_while_read(unit, 100, None, keys) is None
-    assert statsig.changed_while_read(unit, 99, None, keys) is None  # grew by a byte
-    assert "shrank from 101 to 100" in statsig.changed_while_read(unit, 101, None, keys)
+    assert statsig.changed_while_read(unit, 100, keys) is None
+    assert statsig.changed_while_read(unit, 99, keys) is None  # grew by a byte
+    assert "shrank from 101 to 100" in statsig.changed_while_read(unit, 101, keys)
     p.unlink()
-    assert "removed while being read" in statsig.changed_while_read(unit, 100, None, keys)
+    assert "removed while being read" in statsig.changed_while_read(unit, 100, keys)
 
 
 def test_gzip_logs_are_judged_by_their_stat_not_their_size_on_disk(tmp_path, logs):

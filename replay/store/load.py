@@ -363,7 +363,7 @@ class _Run:
             if parsed.merge_report:
                 self.summary.report.merge(parsed.report)
             return None
-        why = statsig.changed_while_read(unit, size, sig, self.keys) if content_hash else None
+        why = statsig.changed_while_read(unit, size, self.keys) if content_hash else None
         if why is not None:
             self.summary.failed.append((str(unit.main), why))
             return None

@@ -42,18 +42,20 @@ def signature(unit: Unit, keys: Keyring) -> str | None:
     return keys.short("stat", "\0".join(parts), 32)
 
 
-def changed_while_read(unit: Unit, size: int, sig: str | None, keys: Keyring) -> str | None:
-    """Why the files of ``unit`` no longer hold the ``size`` bytes that were hashed and then read
-    (``sig``: their signature taken before): shorter now (truncated or replaced while read), or
-    as long but changed in place; None when they are as hashed or only grew (a growing file is
-    read up to what was hashed, its rest on the next run). Such a parse may mix two versions,
-    so it is not stored: the next run reads the file again."""
+def changed_while_read(unit: Unit, size: int, keys: Keyring) -> str | None:
+    """Why the files of ``unit`` no longer hold the ``size`` bytes that were hashed and then read:
+    shorter now (truncated or replaced while read); None when they are as hashed or grew (a
+    growing file is read up to what was hashed, its rest on the next run). Such a parse may
+    mix two versions, so it is not stored: the next run reads the file again.
+
+    A file rewritten in place with the same length is not told from one that grew between its
+    stat and its hashing (a live session written to just then): only a shorter file is failed.
+    A unit with a gzip log is not checked (its hashed size is the decompressed one; archives
+    are not written to)."""
     from replay.ingest.readers.source import gzip_log
 
     paths = [unit.main, *sorted(unit.subagents)]
-    if any(gzip_log(p) for p in paths):  # hashed decompressed: its size on disk says nothing; its stat does
-        if sig is not None and signature(unit, keys) != sig:
-            return "it changed while being read; nothing of it is stored: run the ingest again"
+    if any(gzip_log(p) for p in paths):
         return None
     now = SUBAGENT_SEPARATOR * len(unit.subagents)  # `hash_unit`'s size counts the separator it hashes before each
     for path in paths:
@@ -64,6 +66,4 @@ def changed_while_read(unit: Unit, size: int, sig: str | None, keys: Keyring) ->
     if now < size:
         return (f"it shrank from {size:,} to {now:,} bytes while being read; nothing of it is stored: "
                 "run the ingest again once it is written")
-    if now == size and sig is not None and signature(unit, keys) != sig:
-        return "it was rewritten in place while being read; nothing of it is stored: run the ingest again"
     return None
