@@ -63,3 +63,20 @@ def test_an_empty_dataset_name_is_refused_before_anything_is_written(tmp_path):
         r = CliRunner().invoke(main, ["ingest", str(logs), "--db", str(tmp_path / "e.duckdb"), "--dataset", name])
         assert r.exit_code == 1 and "is empty; give --dataset a name" in r.output, r.output
         assert not (tmp_path / "e.duckdb").exists()
+
+
+def test_a_stop_inside_duckdb_still_says_what_was_kept(tmp_path, monkeypatch):
+    from replay.synth.generate import generate_corpus
+
+    logs = tmp_path / "logs"
+    generate_corpus(logs, sessions=2, seed=4)
+    db = tmp_path / "x.duckdb"
+    real = load.ingest
+
+    def stopped(paths, db, **kw):
+        real([sorted(p for p in logs.rglob("*.jsonl") if "subagents" not in p.parts)[0]], db, **kw)
+        raise RuntimeError("Query interrupted")  # how DuckDB reports Ctrl-C inside a statement
+
+    monkeypatch.setattr(load, "ingest", stopped)
+    r = CliRunner().invoke(main, ["ingest", str(logs), "--db", str(db), "-q"])
+    assert r.exit_code == 130 and "ingest stopped: 1 file version(s) were stored before it" in r.stderr, r.output

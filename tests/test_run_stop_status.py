@@ -42,3 +42,14 @@ def test_a_stopped_replay_is_stored_as_interrupted(tmp_path, monkeypatch, stop, 
         assert got["status"] == status and got["finished_at"] is not None
     finally:
         con.close()
+
+
+def test_a_stop_inside_a_duckdb_statement_is_an_interruption_too():
+    """Review (2026-11-28): DuckDB reports Ctrl-C inside a statement as RuntimeError("Query
+    interrupted"); a run stopped there was stored as failed, and ingest's "what was kept" line
+    was skipped."""
+    from replay.cli.common import is_stop
+
+    assert runs.stop_reason(RuntimeError("Query interrupted")) == ("interrupted", "interrupted (Ctrl-C)")
+    assert is_stop(RuntimeError("Query interrupted")) and is_stop(KeyboardInterrupt())
+    assert not is_stop(RuntimeError("other")) and runs.stop_reason(RuntimeError("other"))[0] == "failed"

@@ -125,8 +125,7 @@ class CleanGroup(click.Group):
             interrupted()
         except Exception as e:
             duckdb = sys.modules.get("duckdb")
-            if duckdb is not None and (isinstance(e, getattr(duckdb, "InterruptException", ())) or (
-                    type(e) is RuntimeError and str(e) == "Query interrupted")):  # Ctrl-C inside a DuckDB query
+            if is_stop(e):  # Ctrl-C inside a DuckDB query
                 interrupted()
             costs = sys.modules.get("replay.model.costs")
             if costs is not None and isinstance(e, costs.PriceError):  # a model no price covers, found late
@@ -190,6 +189,15 @@ def check_memory_limits() -> None:
     problem = memory_limit_problem()
     if problem is not None:
         fail(problem)
+
+
+def is_stop(e: BaseException) -> bool:
+    """Ctrl-C or a stop signal, also as DuckDB reports one raised inside a statement (its
+    InterruptException, or RuntimeError "Query interrupted")."""
+    if isinstance(e, KeyboardInterrupt):
+        return True
+    db = sys.modules.get("replay.store.db")  # loaded with DuckDB: without it, no DuckDB statement ran
+    return db is not None and db.stopped_in_duckdb(e)
 
 
 def interrupted() -> None:

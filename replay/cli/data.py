@@ -10,7 +10,7 @@ from rich.table import Table
 
 from replay.cli.autoingest import auto_ingest_option
 from replay.cli.common import (
-    DB_OPTION, clean, dataset_option, echo_json, err, esc, fail, fail_on, fmt_ts, format_option,
+    DB_OPTION, clean, dataset_option, echo_json, err, esc, fail, is_stop, fail_on, fmt_ts, format_option,
     ingest_progress, json_option, key_file_option, open_db, out, out_dir_option, pick_dataset, print_table, warn,
     zone_label
 )
@@ -72,7 +72,9 @@ def ingest(paths: tuple[Path, ...], db: Path, dataset: str, key_file: Path | Non
         with fail_on(store.StoreError, ValueError, OSError), progress:
             summary = run_ingest(list(paths), db, dataset=dataset, master_key=master, jobs=jobs,
                                  on_total=progress.total, on_progress=progress.advance)
-    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: say what was kept (whole batches of whole files) before the stop
+    except BaseException as e:  # Ctrl-C, SIGTERM: say what was kept (whole batches of whole files) before the stop
+        if not is_stop(e):
+            raise
         after = _stored_files(db)
         if before is not None and after is not None:
             err.print(f"ingest stopped: {after - before:,} file version(s) were stored before it (whole files only; "

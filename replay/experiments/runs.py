@@ -112,7 +112,7 @@ def fail_run(con, run_id: str, error: str, status: str = "failed") -> None:
 def stop_reason(e: BaseException) -> tuple[str, str]:
     """(status, error) of a run ended by ``e``: Ctrl-C or a stop signal (`replay.cli.common.Terminated`,
     a KeyboardInterrupt) is ``interrupted``, as a killed run is listed, not ``failed``."""
-    if isinstance(e, KeyboardInterrupt):
+    if isinstance(e, KeyboardInterrupt) or store.stopped_in_duckdb(e):
         signum = getattr(e, "signum", None)
         return "interrupted", "stopped by a signal" if signum else "interrupted (Ctrl-C)"
     return "failed", f"{type(e).__name__}: {e}"

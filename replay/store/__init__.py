@@ -23,6 +23,7 @@ from replay.store.db import (
     records_projects,
     sessions,
     sessions_without_client_info,
+    stopped_in_duckdb,
     transaction,
     verify_store,
     write_sessions,
@@ -32,5 +33,6 @@ from replay.store.integrity import check
 __all__ = [
     "MIGRATIONS", "PendingFile", "StoreError", "check", "connect", "content_known", "database_error",
     "dataset_names", "datasets", "ensure_dataset", "export_parquet", "file_status", "migrate", "now",
-    "records_projects", "sessions", "sessions_without_client_info", "transaction", "write_sessions",
+    "records_projects", "sessions", "sessions_without_client_info", "stopped_in_duckdb", "transaction",
+    "write_sessions",
 ]

@@ -67,6 +67,13 @@ def _frame(cols: tuple[str, ...], data: dict[str, list]) -> tuple[dict, list[str
     return columns.frame({c: data[c] for c in cols}, {c: kinds[_TYPES[c]] for c in cols})
 
 
+def stopped_in_duckdb(e: BaseException) -> bool:
+    """Ctrl-C or a stop signal raised inside a DuckDB statement, as DuckDB reports it (its
+    InterruptException, or RuntimeError "Query interrupted")."""
+    return isinstance(e, getattr(duckdb, "InterruptException", ())) or (
+        type(e) is RuntimeError and str(e) == "Query interrupted")
+
+
 def now() -> datetime:
     """UTC wall time, naive (DuckDB TIMESTAMP columns hold UTC by convention here)."""
     return datetime.now(timezone.utc).replace(tzinfo=None)
