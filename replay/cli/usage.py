@@ -169,7 +169,11 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
             err.print(f"no recorded responses in {esc(res['dataset'])} match these filters; "
                       f"{esc(res.get('no_match') or res['coverage'])}", soft_wrap=True)
     else:
-        _print_usage(res, filters, wide)
+        # a project's short name must tell it from every project of the dataset, not only the rows shown:
+        # `--project` looks among them all
+        every = [p for (p,) in con.execute("SELECT DISTINCT project FROM sessions WHERE dataset = ? AND project IS NOT "
+                                           "NULL", [dataset]).fetchall()] if by == "project" else []
+        _print_usage(res, filters, wide, every)
 
 
 def warn_unused_overrides(con, dataset: str, prices, prices_file: Path | None) -> None:
@@ -242,7 +246,7 @@ def short_project(p: str, others=()) -> str:
     return p
 
 
-def _usage_table(res: dict, filters, compact: bool) -> Table:
+def _usage_table(res: dict, filters, compact: bool, every: list[str] | tuple = ()) -> Table:
     by = res["by"]
     # a narrow table names the zone by its abbreviation when every start shares one (PST)
     keys = _key_columns(by, filters.tz, [r.get("started_at") for r in res["rows"]] if compact else None)
@@ -271,7 +275,7 @@ def _usage_table(res: dict, filters, compact: bool) -> Table:
     for (f, _), c in zip(cols, t.columns[len(keys):]):
         c.footer = f"{_cell(tot, f):,}"
     t.columns[-1].footer = money(tot)
-    projects = {r["key"] for r in res["rows"] if r["key"]} if by == "project" else set()
+    projects = {r["key"] for r in res["rows"] if r["key"]} | set(every) if by == "project" else set()
     for r in res["rows"]:
         cells = _key_cells(r, by, filters.project_names, filters.tz)
         if compact and by == "project" and r["key"] and r["key"] not in filters.project_names:
@@ -295,7 +299,7 @@ def _usage_table(res: dict, filters, compact: bool) -> Table:
     return t
 
 
-def _print_usage(res: dict, filters, wide: bool = False) -> None:
+def _print_usage(res: dict, filters, wide: bool = False, every: list[str] | tuple = ()) -> None:
     if not res["rows"]:
         hint = res.get("no_match") or res.get("coverage")
         out.print(f"no recorded responses in {esc(res['dataset'])} match these filters"
@@ -303,7 +307,7 @@ def _print_usage(res: dict, filters, wide: bool = False) -> None:
         return
     t = _usage_table(res, filters, compact=False)
     if not wide and natural_width(t) > WIDTH:
-        t = _usage_table(res, filters, compact=True)
+        t = _usage_table(res, filters, compact=True, every=every)
     print_table(fit(t, wide))  # 120 columns: the keys wrap, the figures stay whole
     if res["by"] in ("day", "week", "month", "session") and res["filters"]["timezone"] != "UTC":
         out.print(f"times in {esc(res['filters']['timezone'])}")

@@ -206,7 +206,8 @@ def _shown_project(con, dataset: str, shown: str) -> str:
     if len(hits) > 1:
         listed = ", ".join(hits[:3]) + (f" and {len(hits) - 3} more" if len(hits) > 3 else "")
         raise SliceError(f"--project {shown!r} is ambiguous: {len(hits)} projects of {dataset} end with it "
-                         f"({listed}); give the whole pseudonym, as `ctxreplay usage --by project` lists them")
+                         f"({listed}); give the whole pseudonym, as `ctxreplay usage --by project --wide` lists "
+                         "them, or more of its last folders")
     return hits[0] if hits else shown
 
 
