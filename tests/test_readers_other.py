@@ -228,6 +228,8 @@ def test_a_second_session_in_one_file_is_counted_and_a_forks_parent_is_not(tmp_p
     meta = fork[0]
     fork[0] = {**meta, "payload": {**meta["payload"], "id": "sess-fork", "forked_from_id": "sess-codex-1"}}
     fork.insert(1, meta)  # the parent's session_meta, as Codex writes it after a fork's own
+    grand = {**meta, "payload": {**meta["payload"], "id": "sess-grandparent"}}
+    fork.insert(2, grand)  # and a grandparent's, before any item (review: forks of forks)
     _, report = _read(codex, _write(tmp_path, "fork.jsonl", fork))
     assert "second_session" not in report.repaired
     recs = copilot_records()

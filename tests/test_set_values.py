@@ -20,3 +20,10 @@ def test_an_empty_value_for_an_optional_number_is_an_error_naming_none():
 def test_an_empty_value_for_a_plain_number_names_its_type():
     with pytest.raises(ParamError, match=r"cannot read '' as int$"):
         build("devboy_lru", {"min_body_chars": ""})
+
+
+def test_none_reads_as_none_for_an_optional_fraction_too():
+    """Review (2026-11-28): the empty-value error said "give none", which an optional float refused."""
+    with pytest.raises(ParamError, match="give none for no limit"):
+        build("jp_compaction", {"auto_target": ""})
+    assert build("jp_compaction", {"auto_target": "none"}).params.auto_target is None

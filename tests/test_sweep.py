@@ -248,3 +248,13 @@ def test_second_sweep_on_the_same_file_gets_a_clear_error(sample_db, tmp_path):
         proc.wait(timeout=120)
     assert proc.returncode == 0
     assert len(_results(db)) == 16 * 6  # the first sweep completed untouched
+
+
+def test_a_pipeline_spec_with_random_choices_loads(tmp_path):
+    """Review (2026-11-28): the range check built the policy with no parameters, which a pipeline
+    cannot (its steps), and refused every pipeline spec with [random.params]."""
+    f = tmp_path / "pipe.toml"
+    f.write_text('name = "p"\npolicy = "pipeline"\n[[params.steps]]\npolicy = "devboy_lru"\n[random]\nsamples = 2\n'
+                 '[random.params]\nsteps = { choices = [[{policy = "devboy_lru"}], '
+                 '[{policy = "anthropic_clear_tool_uses"}]] }\n')
+    assert len(load_spec(f).points()) >= 1

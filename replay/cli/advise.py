@@ -142,7 +142,7 @@ def _print(got: dict) -> None:
         out.print(esc(alt))
     if got["habits"]:
         h = Table("habit", "saves per month", "95% interval", "how sure / caveat",
-                  title="Habits (what you do, not a setting; no interval: a recorded figure)")
+                  title="Habits (what you do, not a setting; an interval of -: a recorded figure)")
         _figures(h, 1, 2)
         for c in (h.columns[0], h.columns[3]):
             c.no_wrap, c.overflow = False, "fold"

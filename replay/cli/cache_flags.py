@@ -25,8 +25,8 @@ def _setting(flag: str, choices: list[str], text: str):
 # the keys with spaces between them, so that a narrow terminal wraps between two keys, never inside one
 PRICE_DATE_HELP = ("Date the library prices are resolved at [default: the price file's price_date, else 2026-11-01; "
                    "both given must agree].")
-PRICES_HELP = ("TOML price overrides: a [models.\"NAME\"] table with any of input, cache_write_5m, cache_write_1h, "
-               "cache_read, output (in $/Mtok)")
+PRICES_HELP = ("TOML price overrides: a [models.\"NAME\"] table with every one of input, cache_write_5m, "
+               "cache_write_1h, cache_read, output (in $/Mtok; or only a `fast` table of them)")
 
 _CACHE_SETTINGS = [
     ("--warm-start", ["log", "cold"],

@@ -164,7 +164,7 @@ def load_spec(path: Path) -> SweepSpec:
         prices=data.get("prices"), source=str(path),
     )
     _whatif_rule(spec, path)
-    check_ranges(path, spec.policy, spec.random)
+    check_ranges(path, spec.policy, spec.random, spec.params)
     # fail before any work: every point must build (unknown names get "did you mean")
     pts = spec.points()
     if not pts:

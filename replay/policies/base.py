@@ -216,7 +216,7 @@ def coerce(name: str, value: Any, typ: Any) -> Any:
             if v.lower() in ("false", "0", "no", "off"):
                 return False
             raise ValueError(v)
-        if t.startswith("int") and "None" in t and v.lower() in ("none", "null"):
+        if t.startswith(("int", "float")) and "None" in t and v.lower() in ("none", "null"):
             return None  # an empty value (`--set capacity=`) is a slip, not "no limit": int("") says so
         if t.startswith("int"):
             return int(v)

@@ -169,6 +169,7 @@ class _CodexReader:
         self.last_total: str | None = None
         self.totals: dict | None = None  # the last total_token_usage read: a call's usage is its change
         self.forked_from: str | None = None
+        self.past_header = False
         self.last_usage: dict | None = None
         self.req_reasoning: list[int] = []  # block rows of the open request's reasoning items
         self.req_first_line: int | None = None
@@ -415,6 +416,8 @@ class _CodexReader:
                 self._session_meta(p, line)
             elif rtype == "compacted":
                 self._compacted(line, p, ts)
+            if rtype != "session_meta":
+                self.past_header = True  # a fork's file opens with its own and its ancestors' session_meta
         if self.st.open_req is not None:
             self._close_without_usage(None, "response at the end of the file without a token_count")
 
@@ -455,7 +458,7 @@ class _CodexReader:
         if isinstance(sid, str) and self.session_id is None:
             self.session_id = sid
             self.forked_from = p.get("forked_from_id")  # a fork repeats its parent's session_meta after its own
-        elif isinstance(sid, str) and sid not in (self.session_id, self.forked_from):
+        elif isinstance(sid, str) and sid not in (self.session_id, self.forked_from) and self.past_header:
             self.b.report.repair("second_session", self.b.path, line, SECOND_SESSION)  # `cat a b`: said, not split
         if isinstance(p.get("cli_version"), str):
             self.b.versions.add(p["cli_version"])
