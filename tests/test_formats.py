@@ -188,3 +188,18 @@ def test_csv_writes_durations_in_seconds():
     t.add_row("def", duration(47), "6")
     assert list(csv.reader(io.StringIO(to_csv(t)))) == [
         ["session", "duration (s)", "n"], ["1 h 46 m", "6360", "1234"], ["abc", "", "5"], ["def", "47", "6"]]
+
+
+def test_csv_writes_a_duration_cells_exact_seconds():
+    """Review (2026-11-28): "1 h 09 m" went to CSV as 4140 for a 4191.9 s idle time."""
+    from rich.table import Table
+
+    from replay.cli.fmt import duration_cell
+    from replay.cli.formats import plain, to_csv
+
+    t = Table("idle")
+    t.add_row(duration_cell(4191.9))
+    t.add_row(duration_cell(None))
+    t.add_row(duration_cell(26))
+    assert list(csv.reader(io.StringIO(to_csv(t)))) == [["idle (s)"], ["4191.9"], [""], ["26"]]
+    assert plain(t).split() == ["idle", "1", "h", "09", "m", "-", "26", "s"]

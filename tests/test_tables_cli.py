@@ -51,7 +51,7 @@ def test_breaks_idle_times_read_as_durations_and_rows_are_costliest_first(db):
     rows = csv_rows(run("breaks", "--db", db, "--limit", "5", "--format", "csv", stdout=True).split("\n\n")[0])
     assert len(rows) == 5
     for r in rows:  # CSV gives a duration in seconds (the table shows "4 m 05 s")
-        assert re.fullmatch(r"\d*", r["idle (s)"]), r["idle (s)"]
+        assert re.fullmatch(r"\d*(\.\d+)?", r["idle (s)"]), r["idle (s)"]
     costs = [float(r["$"].replace(",", "")) for r in rows]
     assert costs == sorted(costs, reverse=True)
     every = json.loads(run("breaks", "--db", db, "--json", stdout=True))["breaks"]

@@ -13,7 +13,7 @@ from replay.cli.common import (
     DB_OPTION, dataset_option, echo_json, esc, fail_on, format_option, json_option, open_db, out, pick_dataset,
     print_table, slice_options, zone_label
 )
-from replay.cli.fmt import amount, count, duration, fit, money
+from replay.cli.fmt import amount, count, duration_cell, fit, money
 
 DEFAULT_LIMIT = 20
 
@@ -135,7 +135,7 @@ def _print(rows: list[dict], shown: list[dict], summary: dict, n: int | None, tz
     for r in sorted(shown, key=lambda r: -r["cost"]):
         where = f"{r['p']} ({r['p_kind'] or 'end'})"
         t.add_row(esc(r["session"][:12]), f"{r['stream']}:{r['request']}",
-                  esc((r.get("time_local") or "-").replace("T", " ")[:16]), duration(r["idle_s"]),
+                  esc((r.get("time_local") or "-").replace("T", " ")[:16]), duration_cell(r["idle_s"]),
                   esc(r["cause_label"]), esc(where), count(r["tokens"]), amount(r["cost"]))
     print_table(fit(t))
     s = Table("session", "agent", "breaks", "re-billed tokens", "$", "main cause",

@@ -24,6 +24,15 @@ def _missing(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
+def duration_cell(seconds: float | None):
+    """`duration` as a table cell that carries its exact seconds (``--format csv`` writes those,
+    not the text's minutes or hours)."""
+    from rich.style import Style
+    from rich.text import Text
+
+    return Text(duration(seconds), style=Style(meta={"seconds": None if _missing(seconds) else float(seconds)}))
+
+
 def duration(seconds: float | None) -> str:
     """`47 s`, `4 m 05 s`, `11 h 20 m`, `3 d 04 h`: two units at most, the second zero-padded
     so that a column of them lines up; `-` when unknown."""

@@ -92,6 +92,13 @@ def duration_seconds(cell: str) -> int | None:
     return -secs if m.group(1) else secs
 
 
+def _seconds_of(cell) -> float | None:
+    """The exact seconds a `replay.cli.fmt.duration_cell` carries, else None."""
+    if isinstance(cell, Text) and cell.style and not isinstance(cell.style, str):
+        return (cell.style.meta or {}).get("seconds")
+    return None
+
+
 def _duration_columns(rows: list[list[str]], width: int) -> set[int]:
     """The columns whose every shown cell is a duration (`-` for unknown), at least one of them."""
     out = set()
@@ -104,21 +111,23 @@ def _duration_columns(rows: list[list[str]], width: int) -> set[int]:
 
 def to_csv(t) -> str:
     """CSV (the csv module's quoting, RFC 4180): the header, then one line per row; a number
-    drops its thousands separators and a duration is written in seconds, its header marked
-    ``(s)`` (the other formats keep the table's text)."""
+    drops its thousands separators and a duration is written in seconds (exact where the cell
+    carries them, else to the text's precision), its header marked ``(s)`` (the other formats
+    keep the table's text)."""
     header, rows = table_cells(t)
     durations = _duration_columns(rows, len(header))
+    exact = [[_seconds_of(x) for x in c.cells] for c in t.columns]  # a `fmt.duration_cell`'s own seconds
 
-    def cell(i: int, c: str) -> str:
+    def cell(i: int, c: str, k: int) -> str:
         if i in durations:
-            secs = duration_seconds(c)
-            return "" if secs is None else str(secs)
+            secs = exact[i][k] if k < len(exact[i]) and exact[i][k] is not None else duration_seconds(c)
+            return "" if secs is None else f"{secs:g}" if isinstance(secs, float) else str(secs)
         return csv_number(c)
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([f"{h} (s)" if i in durations else h for i, h in enumerate(header)])
-    w.writerows([[cell(i, c) for i, c in enumerate(r)] for r in rows])
+    w.writerows([[cell(i, c, k) for i, c in enumerate(r)] for k, r in enumerate(rows)])
     return buf.getvalue()
 
 
