@@ -24,38 +24,11 @@ from rich.console import Console
 from replay.cli.console import (  # noqa: F401
     byte_progress, clean, count_progress, err, esc, fail, ingest_progress, out, warn
 )
+from replay.cli import helpwrap  # noqa: F401  (imported for its effect: help texts wrap only between words)
 from replay.cli.fmt import PIPE_WIDTH  # noqa: F401  (re-exported: the width `fmt.table_width` falls back to)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
-
-
-def _help_wraps_between_words() -> None:
-    """Help texts wrap only at spaces: click's wrapper also breaks after a hyphen and inside a
-    word longer than the line, which split paths, setting names and commands a reader copies
-    (``docs/replay-`` / ``model.md``, ``~/.copilot/session-`` / ``state``); a word longer than the
-    line now overflows it whole. Click looks its wrapper up at each call (8.x); elsewhere this
-    changes nothing."""
-    try:
-        from click import _textwrap
-    except ImportError:  # pragma: no cover - another click layout: its own wrapping stays
-        return
-    base = getattr(_textwrap, "TextWrapper", None)
-    if base is None or getattr(base, "ctxreplay_words_whole", False):
-        return
-
-    class WordsWhole(base):
-        ctxreplay_words_whole = True
-
-        def __init__(self, *args, **kwargs):
-            kwargs.setdefault("break_on_hyphens", False)
-            kwargs.setdefault("break_long_words", False)
-            super().__init__(*args, **kwargs)
-
-    _textwrap.TextWrapper = WordsWhole
-
-
-_help_wraps_between_words()
 
 
 # --- errors ---------------------------------------------------------------------------
