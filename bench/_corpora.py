@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 from pathlib import Path
 
 
@@ -22,3 +24,15 @@ def corpus_folders(ap: argparse.ArgumentParser, paths: list[Path], logs: Path, n
             name += "_"
         out[name] = p
     return out
+
+
+def claude_config_copy(path: Path, root: Path) -> tuple[list[Path], Path, dict[str, str]]:
+    """(the log files under ``path``, the projects folder they are copied into, the environment that
+    points `ccusage` at them) with ``root`` as a Claude config folder (``CLAUDE_CONFIG_DIR``): copies,
+    since ccusage's native builds skip symbolic links; numbered, so two files of one name stay apart."""
+    logs = sorted(f for f in (path.rglob("*") if path.is_dir() else [path]) if f.suffix in (".jsonl", ".json"))
+    projects = root / "claude" / "projects" / "bench"
+    projects.mkdir(parents=True)
+    for i, f in enumerate(logs):
+        shutil.copy2(f, projects / f"{i:05d}-{f.name}")
+    return logs, projects, {**os.environ, "CLAUDE_CONFIG_DIR": str(root / "claude")}

@@ -48,6 +48,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _corpora import claude_config_copy  # noqa: E402 (this folder, before it leaves the import path)
+
 # bench/replay.py is named like the package: keep this folder off the import path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
@@ -210,21 +212,16 @@ def parallel(path: Path, jobs: int, repeat: int) -> None:
     unchanged tree, each run paired with a run of `ccusage daily --json --offline` where installed."""
     from replay.ingest.keys import load_or_create_master_key
 
-    logs = sorted(f for f in (path.rglob("*") if path.is_dir() else [path]) if f.suffix in (".jsonl", ".json"))
-    mb = sum(f.stat().st_size for f in logs) / 1e6
-    print(f"corpus: {path} ({len(logs)} files, {mb:.1f} MB), copied into a Claude config folder; {os.cpu_count()} "
-          f"CPUs; {repeat} runs each (interleaved), whole process")
     with tempfile.TemporaryDirectory(prefix="ctxreplay-bench-") as d:
         work = Path(d)
+        logs, projects, cenv = claude_config_copy(path, work)
+        mb = sum(f.stat().st_size for f in logs) / 1e6
+        print(f"corpus: {path} ({len(logs)} files, {mb:.1f} MB), copied into a Claude config folder; "
+              f"{os.cpu_count()} CPUs; {repeat} runs each (interleaved), whole process")
         load_or_create_master_key(work / "key")
         env = {**os.environ, "CTXREPLAY_KEY_FILE": str(work / "key")}
-        projects = work / "claude" / "projects" / "bench"
-        projects.mkdir(parents=True)
-        for i, f in enumerate(logs):  # copies: ccusage's native builds skip symbolic links
-            shutil.copy2(f, projects / f"{i:05d}-{f.name}")
         time.sleep(2.1)  # older than the 2 s within which ingest leaves a file unsigned (replay.store.statsig)
         ccusage = shutil.which("ccusage")
-        cenv = {**os.environ, "CLAUDE_CONFIG_DIR": str(work / "claude")}
         why_not = _ccusage(ccusage, cenv)
         ingest = [sys.executable, "-m", "replay.cli", "ingest", str(projects.parent), "-q"]
         same = work / "unchanged.duckdb"
@@ -321,12 +318,7 @@ def floor(path: Path, spent: dict[str, float], cores: int) -> None:
         print("ccusage: not on PATH: no comparison")
         return
     with tempfile.TemporaryDirectory(prefix="ctxreplay-bench-") as d:
-        projects = Path(d) / "claude" / "projects" / "bench"
-        projects.mkdir(parents=True)
-        logs = sorted(f for f in (path.rglob("*") if path.is_dir() else [path]) if f.suffix in (".jsonl", ".json"))
-        for i, f in enumerate(logs):  # copies: ccusage's native builds skip symbolic links
-            shutil.copy2(f, projects / f"{i:05d}-{f.name}")
-        cenv = {**os.environ, "CLAUDE_CONFIG_DIR": str(Path(d) / "claude")}
+        cenv = claude_config_copy(path, Path(d))[2]
         why_not = _ccusage(ccusage, cenv)
         if why_not is not None:
             print(f"ccusage: {why_not}: no comparison")

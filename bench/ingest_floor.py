@@ -35,6 +35,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when a test loads this file by its path
+from _corpora import claude_config_copy  # noqa: E402 (this folder, before it leaves the import path)
+
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -177,12 +181,7 @@ def ccusage_seconds(path: Path) -> float | None:
     if ccusage is None:
         return None
     with tempfile.TemporaryDirectory(prefix="ctxreplay-floor-") as d:
-        projects = Path(d) / "claude" / "projects" / "bench"
-        projects.mkdir(parents=True)
-        logs = sorted(f for f in (path.rglob("*") if path.is_dir() else [path]) if f.suffix in (".jsonl", ".json"))
-        for i, f in enumerate(logs):  # copies: ccusage's native builds skip symbolic links
-            shutil.copy2(f, projects / f"{i:05d}-{f.name}")
-        env = {**os.environ, "CLAUDE_CONFIG_DIR": str(Path(d) / "claude")}
+        env = claude_config_copy(path, Path(d))[2]
         t = time.perf_counter()
         r = subprocess.run([ccusage, "daily", "--json", "--offline"], env=env, capture_output=True)
         return time.perf_counter() - t if r.returncode == 0 else None
