@@ -171,8 +171,9 @@ def usage(db, dataset, by, since, until, projects, models, agents, tz_name, key_
     else:
         # a project's short name must tell it from every project of the dataset, not only the rows shown:
         # `--project` looks among them all
-        every = [p for (p,) in con.execute("SELECT DISTINCT project FROM sessions WHERE dataset = ? AND project IS NOT "
-                                           "NULL", [dataset]).fetchall()] if by == "project" else []
+        from replay.experiments.slices import dataset_projects
+
+        every = dataset_projects(con, dataset) if by == "project" else []
         _print_usage(res, filters, wide, every)
 
 
@@ -180,9 +181,9 @@ def warn_unused_overrides(con, dataset: str, prices, prices_file: Path | None) -
     """One warning naming the price file's models that no response of ``dataset`` has (a typo)."""
     if prices_file is None or not prices.overrides:
         return
-    have = [m for (m,) in con.execute("SELECT DISTINCT r.model FROM requests r JOIN sessions s USING (session_key) "
-                                      "WHERE s.dataset = ?", [dataset]).fetchall()]
-    unused = prices.unused_overrides(have)
+    from replay.experiments.slices import dataset_models
+
+    unused = prices.unused_overrides(dataset_models(con, dataset))
     if unused:
         more = f" and {len(unused) - 1} more" if len(unused) > 1 else ""
         warn(f"{prices_file}: [models.\"{unused[0]}\"]{more} {'match' if more else 'matches'} no model of {dataset} "

@@ -195,14 +195,24 @@ def project_pseudonyms(con, dataset: str, paths: tuple[str, ...], key_file: Path
     return found
 
 
+def dataset_projects(con, dataset: str) -> list[str]:
+    """The project pseudonyms the sessions of ``dataset`` record."""
+    return [p for (p,) in con.execute("SELECT DISTINCT project FROM sessions WHERE dataset = ? AND project IS NOT NULL",
+                                      [dataset]).fetchall()]
+
+
+def dataset_models(con, dataset: str) -> set[str]:
+    """The models the responses of ``dataset`` name, as stored ('' for none)."""
+    return {m for (m,) in con.execute("SELECT DISTINCT coalesce(r.model, '') FROM requests r JOIN sessions s "
+                                      "USING (session_key) WHERE s.dataset = ?", [dataset]).fetchall()}
+
+
 def _shown_project(con, dataset: str, shown: str) -> str:
     """The project pseudonym a displayed `…/c504243265` stands for: the one project of the
     dataset that ends with those components (``shown`` itself, matching nothing, when none
     does). Raises `SliceError` when several do."""
     tail = "/" + shown.split("/", 1)[1].strip("/")
-    hits = sorted(p for (p,) in con.execute(
-        "SELECT DISTINCT project FROM sessions WHERE dataset = ? AND project IS NOT NULL", [dataset]).fetchall()
-        if p == tail or p.endswith(tail))
+    hits = sorted(p for p in dataset_projects(con, dataset) if p == tail or p.endswith(tail))
     if len(hits) > 1:
         listed = ", ".join(hits[:3]) + (f" and {len(hits) - 3} more" if len(hits) > 3 else "")
         raise SliceError(f"--project {shown!r} is ambiguous: {len(hits)} projects of {dataset} end with it "
@@ -232,12 +242,10 @@ def unmatched(con, dataset: str, projects=(), models=(), agents=()) -> dict[str,
     ``dataset`` has, for each of project, model and agent."""
     out: dict[str, list[str]] = {}
     if projects:
-        have = [p for (p,) in con.execute("SELECT DISTINCT project FROM sessions WHERE dataset = ? AND project IS "
-                                          "NOT NULL", [dataset]).fetchall()] if store.records_projects(con) else []
+        have = dataset_projects(con, dataset) if store.records_projects(con) else []
         out["project"] = [p for p in projects if not any(_in_projects(h, (p,)) for h in have)]
     if models:
-        have = {m for (m,) in con.execute("SELECT DISTINCT coalesce(r.model, '') FROM requests r JOIN sessions s "
-                                          "USING (session_key) WHERE s.dataset = ?", [dataset]).fetchall()}
+        have = dataset_models(con, dataset)
         out["model"] = [m for m in models if m not in have]
     if agents:
         have = {a for (a,) in con.execute("SELECT DISTINCT agent FROM sessions WHERE dataset = ?",
