@@ -36,7 +36,7 @@ from replay.ingest.readers.base import ReadReport, Records, read_records
 from replay.ingest.readers.codex_items import (
     call_name_args, message_text, output_is_error, output_parts, reasoning_text, tool_target,
 )
-from replay.ingest.readers.fields import SECOND_SESSION, data_url_payload, num, parse_ts, record_ts
+from replay.ingest.readers.fields import SECOND_SESSION, as_list, data_url_payload, num, parse_ts, record_ts
 from replay.ingest.readers.vocab import CODEX_EVENTS
 from replay.ingest.trace import SessionTrace
 
@@ -295,8 +295,9 @@ class _CodexReader:
             self.b.add_block(self.st, ts, "assistant", "assistant_text", t)
 
     def _reasoning(self, line: int, p: dict, ts: int | None) -> int:
-        visible, enc = reasoning_text(p, lambda key, v: self.b.report.repair(
-            "malformed_field", self.b.path, line, f"reasoning {key} is a JSON {type(v).__name__}, not a list: left out"))
+        for key in ("summary", "content"):  # counted when not a list (it failed the file)
+            as_list(p, key, self.b.report, self.b.path, line)
+        visible, enc = reasoning_text(p)
         content = (visible + "\0" + enc).encode("utf-8", "surrogatepass") if (visible or enc) else b""
         if not content:
             # nothing of the item was written: keep it distinct rather than equal to every other empty one

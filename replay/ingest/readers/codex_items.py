@@ -128,16 +128,12 @@ def call_name_args(p: dict) -> tuple[str, Any]:
     return ptype or "tool", args
 
 
-def reasoning_text(p: dict, malformed=None) -> tuple[str, str]:
-    """(visible text: summary and content, encrypted content) of a reasoning item; a summary or
-    content that is not a list is left out and named to ``malformed(key)`` (it cost the file)."""
+def reasoning_text(p: dict) -> tuple[str, str]:
+    """(visible text: summary and content, encrypted content) of a reasoning item (a summary or
+    content that is not a list: none; the reader counts it, `fields.as_list`)."""
     def parts(key: str) -> list:
         v = p.get(key)
-        if v is None or isinstance(v, list):
-            return v or []
-        if malformed is not None:
-            malformed(key, v)
-        return []
+        return v if isinstance(v, list) else []
 
     summary = "\n".join(str(s.get("text", "")) for s in parts("summary") if isinstance(s, dict))
     body = "\n".join(str(s.get("text", "")) for s in parts("content") if isinstance(s, dict))
